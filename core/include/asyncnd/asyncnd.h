@@ -1,0 +1,8 @@
+// The whole public C++ API of asyncnd: #include <asyncnd/asyncnd.h>.
+#pragma once
+
+#include "asyncnd/device.h"
+#include "asyncnd/engine.h"
+#include "asyncnd/error.h"
+#include "asyncnd/ndarray.h"
+#include "asyncnd/ops.h"

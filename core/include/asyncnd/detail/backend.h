@@ -1,0 +1,56 @@
+// The backend interface: storage and the kernels that are not portable C++, for one device kind.
+// For backend implementers (native/, wasm/); not part of <asyncnd/asyncnd.h>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asyncnd/device.h"
+
+namespace asyncnd {
+namespace detail {
+
+// One backend serves every device of one kind. All functions may be called from any thread;
+// kernels run on the engine worker that runs the op.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind kind() const = 0;
+  // Human-readable, e.g. "cpu (OpenBLAS 0.3.21, Haswell)". Printed by benchmarks.
+  virtual std::string name() const = 0;
+  // Devices present; 0 when the hardware or driver is missing.
+  virtual int device_count() const = 0;
+  // (optional) Why device_count() is 0. Default: empty.
+  virtual std::string unavailable_reason() const { return {}; }
+
+  // Storage. alloc throws asyncnd::Error on failure; free accepts nullptr.
+  virtual void* alloc(int device_id, std::size_t bytes) = 0;
+  virtual void free(int device_id, void* p, std::size_t bytes) noexcept = 0;
+
+  // Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C, op(A) is [m,k],
+  // op(B) is [k,n]; lda/ldb/ldc are row strides. Runs on the calling thread (an engine worker),
+  // which may use Engine::parallel_for.
+  virtual void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const float* a, std::int64_t lda, const float* b,
+                     std::int64_t ldb, float beta, float* c, std::int64_t ldc) = 0;
+};
+
+// The backends built into this product, one per device kind present in the build. Defined once
+// per product (native/backends.cpp, wasm/): the only place with backend #ifs.
+const std::vector<Backend*>& builtin_backends();
+
+// The backend for `device`, or asyncnd::Error("<op>: no device gpu(0): <reason>") if the device
+// does not exist.
+Backend& backend_for(Device device, const char* op = "device");
+
+// Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
+// is built, and the reference that tests compare against.
+void reference_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const float* a, std::int64_t lda, const float* b,
+                     std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,200 @@
+// The dependency engine: queues operations, tracks which variables each reads and writes, and runs
+// independent ones in parallel on per-device worker pools. The contract is in DESIGN.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asyncnd/device.h"
+#include "asyncnd/error.h"
+
+namespace asyncnd {
+
+namespace detail {
+struct VarBlock;
+class EngineImpl;
+}  // namespace detail
+
+class Engine;
+
+// A variable: the unit of dependency tracking. Every array owns one; users who schedule their own
+// work make them with Engine::new_var(). A Var is a reference-counted handle: copies name the same
+// variable. Copying and destroying handles is thread safe. A default-constructed Var is null and
+// any engine call given one throws asyncnd::Error.
+class Var {
+ public:
+  Var() = default;
+  Var(const Var& other);
+  Var(Var&& other) noexcept : p_(other.p_) { other.p_ = nullptr; }
+  Var& operator=(const Var& other);
+  Var& operator=(Var&& other) noexcept;
+  ~Var();
+
+  bool valid() const { return p_ != nullptr; }
+  explicit operator bool() const { return valid(); }
+  // A process-unique id, stable for the variable's life; the profiler and graphs use it.
+  std::uint64_t id() const;
+  // True once Engine::delete_var has been called on it (its deletion may still be pending).
+  bool deleted() const;
+
+  friend bool operator==(const Var& a, const Var& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const Var& a, const Var& b) { return a.p_ != b.p_; }
+
+ private:
+  friend class detail::EngineImpl;
+  explicit Var(detail::VarBlock* p) : p_(p) {}  // adopts one reference
+  detail::VarBlock* p_ = nullptr;
+};
+
+enum class EngineKind {
+  kThreaded,  // default: ops run on worker threads, push returns at once
+  kNaive,     // every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive)
+};
+
+struct EngineOptions {
+  EngineKind kind = EngineKind::kThreaded;
+  // CPU worker threads; 0 = std::thread::hardware_concurrency().
+  int cpu_workers = 0;
+  // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
+  std::size_t max_inflight_ops = 0;
+  std::size_t max_inflight_bytes = 0;
+  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS, over the defaults above, and the
+  // documented default backpressure bound (kDefaultMaxInflightOps).
+  static EngineOptions from_env();
+};
+
+// The default bound on ops in flight of the process-wide engine: a frontend that runs this far
+// ahead of the workers waits inside push. About 200 bytes of bookkeeping per op, so the queue holds
+// at most about 100 MB of it; byte bound off by default (set one for memory-heavy loops, see E6).
+inline constexpr std::size_t kDefaultMaxInflightOps = 1u << 19;
+
+struct PushOptions {
+  Device device{};          // which device's workers run the op
+  int priority = 0;         // among ready ops of a device, higher runs first
+  const char* name = "op";  // shown by the profiler and in error messages; must outlive the op
+                            // (a string literal)
+  // Bytes of output that this op keeps alive until it finishes; counted by the byte bound of
+  // set_max_inflight and released when the op finishes.
+  std::size_t bytes = 0;
+};
+
+struct DeviceStats {
+  Device device;
+  std::uint64_t bytes_in_use = 0;  // allocated now
+  std::uint64_t bytes_peak = 0;    // most ever allocated at once (since reset_peak_bytes)
+};
+
+struct EngineStats {
+  std::uint64_t pushed = 0;    // ops pushed (waits excluded)
+  std::uint64_t finished = 0;  // ops finished, run or skipped after an error
+  std::uint64_t pending = 0;   // pushed - finished, deletions included
+  std::uint64_t inflight_bytes = 0;  // PushOptions::bytes of pending ops
+  std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
+  std::uint64_t bytes_in_use = 0;    // sum over devices
+  std::uint64_t bytes_peak = 0;      // sum over devices of each device's peak
+  std::vector<DeviceStats> devices;
+};
+
+// One op as the profiler saw it. Times are microseconds since the profiler started.
+struct ProfileEvent {
+  std::string name;
+  Device device;
+  int worker = -1;  // worker index on its device; -1 = ran inline on the pushing/waiting thread
+  double push_us = 0, start_us = 0, end_us = 0;
+  std::vector<std::uint64_t> reads, writes;  // Var::id()s
+  bool failed = false;   // the op threw
+  bool skipped = false;  // not run: an input was poisoned by an earlier failure
+};
+
+// The engine. Every member function is thread safe unless it says otherwise.
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  // Waits for all pending work, then stops the workers. Errors not yet rethrown are dropped.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  EngineKind kind() const;
+  int num_workers(Device device = {}) const;
+
+  // A fresh variable owned by this engine. Never blocks.
+  Var new_var();
+
+  // Queues fn to run on opts.device once every earlier op that writes one of `reads`, and every
+  // earlier op that reads or writes one of `writes`, has finished. Returns at once, except that it
+  // blocks while the in-flight bound is exceeded (never when called from inside an op). To read
+  // and modify a variable, list it in `writes` only. Duplicates within reads or within writes are
+  // allowed. fn runs on a worker thread (inline in the naive engine); whatever it throws is
+  // caught, stored on `writes`, and rethrown by the next wait on them and by waitall.
+  // Throws asyncnd::Error, queuing nothing, for: a null or deleted variable, a variable of another
+  // engine, a variable in both reads and writes, a device that does not exist.
+  void push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+            PushOptions opts = {});
+
+  // Blocks until every write to v pushed before this call has finished. If one of them failed (or
+  // was skipped because of an earlier failure), rethrows that error once and clears it from v.
+  // Throws asyncnd::Error for a null or deleted variable. Must not be called from inside an op.
+  void wait_to_read(const Var& v);
+
+  // Blocks until every op pushed before this call has finished, then rethrows the first error
+  // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
+  // Must not be called from inside an op.
+  void waitall();
+
+  // Deletes v once every op pushed before this call that uses it has finished, and then runs
+  // on_delete (if given) on an engine or waiting thread; on_delete must not throw. Never blocks.
+  // After this call, pushing v throws. Deleting twice throws.
+  void delete_var(Var v, std::function<void()> on_delete = {});
+
+  // Bounds the work in flight: push blocks while `ops` ops are pending, or while the
+  // PushOptions::bytes of pending ops exceed `bytes` (an op larger than the bound still runs when
+  // nothing else is in flight). 0 = no bound. Takes effect for the next push.
+  void set_max_inflight(std::size_t ops, std::size_t bytes);
+  std::size_t max_inflight_ops() const;
+  std::size_t max_inflight_bytes() const;
+
+  EngineStats stats() const;
+  void reset_peak_bytes();
+
+  // Starts recording every op (name, device, worker, push/start/end time, reads and writes).
+  void start_profiling();
+  // Stops recording and returns the events as Chrome trace JSON (open it in Perfetto or
+  // chrome://tracing). The events stay available through profile_events() until the next start.
+  std::string stop_profiling();
+  std::vector<ProfileEvent> profile_events() const;
+  bool profiling() const;
+
+  // Counts bytes of device memory for stats(); called by allocators. Never blocks.
+  void note_alloc(Device device, std::size_t bytes);
+  void note_free(Device device, std::size_t bytes);
+
+  // Runs fn(begin, end) over [0, n) in chunks of at least `grain`, using the idle workers of the
+  // CPU device and the calling thread; returns when all chunks are done. Serial in the naive
+  // engine or when n <= grain. fn must not throw. Usable from inside an op.
+  void parallel_for(std::int64_t n, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+  // True on the engine's own worker threads.
+  static bool on_worker_thread();
+
+  detail::EngineImpl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<detail::EngineImpl> impl_;
+};
+
+// The process-wide engine, made on first use with EngineOptions::from_env(); never destroyed
+// before exit.
+Engine& engine();
+
+// Replaces the process-wide engine's kind and worker count: waits for all work first (rethrowing
+// like waitall), then restarts the workers. Variables and arrays stay valid. Call it from one
+// thread while no other thread uses the engine.
+void configure_engine(EngineOptions options);
+
+}  // namespace asyncnd

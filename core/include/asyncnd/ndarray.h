@@ -1,0 +1,120 @@
+// NDArray: a float32 n-dimensional array whose values are computed asynchronously by the engine.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asyncnd/device.h"
+#include "asyncnd/engine.h"
+
+namespace asyncnd {
+
+using Shape = std::vector<std::int64_t>;
+
+// "[2,3]"; used in every error message.
+std::string shape_str(const Shape& shape);
+// Product of the dimensions (1 for a scalar shape []). Throws asyncnd::Error for a negative one.
+std::int64_t shape_size(const Shape& shape);
+
+namespace detail {
+struct Chunk;  // storage + variable, shared by an array and its reshaped views
+}
+
+// A handle to an array. Copies are cheap and share the same storage (like NumPy views); operations
+// return new arrays and never modify their inputs, except the compound assignments (+= ...), which
+// write the left-hand array in place. An operation only queues work: it validates its arguments
+// (throwing asyncnd::Error at once for bad shapes or devices, queuing nothing) and returns. The
+// storage is freed once the last handle is gone and every queued op that uses it has finished.
+//
+// Thread safety: like std::shared_ptr; distinct handles may be used from different threads, one
+// handle must not be assigned while another thread uses it.
+class NDArray {
+ public:
+  NDArray() = default;  // an empty handle: any operation on it throws asyncnd::Error
+
+  bool defined() const { return chunk_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t ndim() const { return static_cast<std::int64_t>(shape_.size()); }
+  std::int64_t size() const;  // number of elements
+  Device device() const;
+  std::size_t nbytes() const { return static_cast<std::size_t>(size()) * sizeof(float); }
+  // The engine variable that orders this array's reads and writes.
+  const Var& var() const;
+
+  // Blocking: waits until every queued write of this array has finished; rethrows an error of the
+  // op that computed it (once).
+  void wait_to_read() const;
+  // Blocking: waits, then copies the values out (row-major).
+  std::vector<float> to_vector() const;
+  // Blocking: the single value of an array of size 1. Throws if size() != 1.
+  float item() const;
+
+  // Raw storage; does not wait. Read it only after wait_to_read(); never write it.
+  const float* unsafe_data() const;
+
+  // Non-blocking views and copies.
+  NDArray reshape(Shape shape) const;  // shares storage; one dimension may be -1
+  NDArray transpose() const;           // 2-D: a new [n,m] array
+  NDArray T() const { return transpose(); }
+  NDArray copy() const;
+  NDArray copy_to(Device device) const;
+
+  // Non-blocking reductions and maps, also available as nd:: functions.
+  NDArray sum() const;
+  NDArray sum(int axis, bool keepdims = false) const;
+  NDArray mean() const;
+  NDArray mean(int axis, bool keepdims = false) const;
+  NDArray max() const;
+  NDArray max(int axis, bool keepdims = false) const;
+  NDArray norm() const;
+  NDArray exp() const;
+  NDArray log() const;
+  NDArray sqrt() const;
+  NDArray relu() const;
+  NDArray sigmoid() const;
+  NDArray tanh() const;
+  NDArray pow(float exponent) const;
+  NDArray pow(const NDArray& exponent) const;
+
+  // In place (writes this array's storage; shapes must broadcast to this array's shape).
+  NDArray& operator+=(const NDArray& other);
+  NDArray& operator-=(const NDArray& other);
+  NDArray& operator*=(const NDArray& other);
+  NDArray& operator/=(const NDArray& other);
+  NDArray& operator+=(float v);
+  NDArray& operator-=(float v);
+  NDArray& operator*=(float v);
+  NDArray& operator/=(float v);
+
+  // Internal: arrays are made by the functions in nd::.
+  NDArray(std::shared_ptr<detail::Chunk> chunk, Shape shape)
+      : chunk_(std::move(chunk)), shape_(std::move(shape)) {}
+  const std::shared_ptr<detail::Chunk>& chunk() const { return chunk_; }
+
+ private:
+  std::shared_ptr<detail::Chunk> chunk_;
+  Shape shape_;
+};
+
+// Elementwise with NumPy broadcasting. Non-blocking.
+NDArray operator+(const NDArray& a, const NDArray& b);
+NDArray operator-(const NDArray& a, const NDArray& b);
+NDArray operator*(const NDArray& a, const NDArray& b);
+NDArray operator/(const NDArray& a, const NDArray& b);
+NDArray operator+(const NDArray& a, float b);
+NDArray operator-(const NDArray& a, float b);
+NDArray operator*(const NDArray& a, float b);
+NDArray operator/(const NDArray& a, float b);
+NDArray operator+(float a, const NDArray& b);
+NDArray operator-(float a, const NDArray& b);
+NDArray operator*(float a, const NDArray& b);
+NDArray operator/(float a, const NDArray& b);
+NDArray operator-(const NDArray& a);
+
+// Blocking: waits for the values, then prints them NumPy-style, e.g. "[[3, 3]] <NDArray 1x2 cpu(0)>".
+std::ostream& operator<<(std::ostream& os, const NDArray& a);
+
+}  // namespace asyncnd

@@ -1,0 +1,78 @@
+// nd::: creation, elementwise, linear algebra and reductions on NDArrays. Every function here is
+// non-blocking (it validates, queues and returns) unless it says otherwise, and throws
+// asyncnd::Error naming the op and the shapes for bad input, queuing nothing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "asyncnd/ndarray.h"
+
+namespace asyncnd {
+namespace nd {
+
+// Creation.
+NDArray empty(Shape shape, Device device = {});  // values unspecified
+NDArray zeros(Shape shape, Device device = {});
+NDArray ones(Shape shape, Device device = {});
+NDArray full(Shape shape, float value, Device device = {});
+// [start, stop) in steps of `step` (NumPy's arange); step must be non-zero.
+NDArray arange(float start, float stop, float step = 1.0f, Device device = {});
+NDArray arange(float stop);
+// Copies `values` (moved in, so no copy is made when passed an rvalue); their count must equal
+// the shape's size.
+NDArray from_vector(std::vector<float> values, Shape shape, Device device = {});
+
+// Random numbers: counter-based (Philox4x32-10). Each call takes the next stream of the global
+// seed at the call, so the values depend only on the seed and the order of the calls, never on
+// scheduling, worker count or backend.
+void seed(std::uint64_t seed);
+NDArray random_uniform(Shape shape, float lo = 0.0f, float hi = 1.0f, Device device = {});
+NDArray random_normal(Shape shape, float mean = 0.0f, float stddev = 1.0f, Device device = {});
+
+// Elementwise, with NumPy broadcasting.
+NDArray add(const NDArray& a, const NDArray& b);
+NDArray sub(const NDArray& a, const NDArray& b);
+NDArray mul(const NDArray& a, const NDArray& b);
+NDArray div(const NDArray& a, const NDArray& b);
+NDArray pow(const NDArray& a, const NDArray& b);
+NDArray add(const NDArray& a, float b);
+NDArray sub(const NDArray& a, float b);
+NDArray mul(const NDArray& a, float b);
+NDArray div(const NDArray& a, float b);
+NDArray pow(const NDArray& a, float b);
+NDArray neg(const NDArray& a);
+NDArray exp(const NDArray& a);
+NDArray log(const NDArray& a);
+NDArray sqrt(const NDArray& a);
+NDArray relu(const NDArray& a);
+NDArray sigmoid(const NDArray& a);
+NDArray tanh(const NDArray& a);
+
+// Linear algebra (2-D). dot(a, b) is the matrix product of [m,k] and [k,n]; matmul is the same.
+NDArray dot(const NDArray& a, const NDArray& b);
+NDArray matmul(const NDArray& a, const NDArray& b);
+NDArray transpose(const NDArray& a);
+NDArray reshape(const NDArray& a, Shape shape);
+
+// Reductions: over all elements (a [] scalar array) or one axis (negative counts from the end).
+NDArray sum(const NDArray& a);
+NDArray sum(const NDArray& a, int axis, bool keepdims = false);
+NDArray mean(const NDArray& a);
+NDArray mean(const NDArray& a, int axis, bool keepdims = false);
+NDArray max(const NDArray& a);
+NDArray max(const NDArray& a, int axis, bool keepdims = false);
+// Frobenius (L2) norm over all elements.
+NDArray norm(const NDArray& a);
+
+// A copy of `a` on `device`.
+NDArray copy_to(const NDArray& a, Device device);
+
+// Blocking: waits for everything queued so far; rethrows like Engine::waitall.
+void waitall();
+
+// The shape that broadcasting a and b gives, or an asyncnd::Error naming `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
+
+}  // namespace nd
+}  // namespace asyncnd
