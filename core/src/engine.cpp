@@ -1,0 +1,115 @@
+// The public Engine and Var: thin forwarding to EngineImpl, the process-wide engine, and
+// EngineOptions::from_env.
+#include <cstdlib>
+#include <cstring>
+
+#include "engine_impl.h"
+
+namespace asyncnd {
+
+namespace detail {
+bool on_engine_worker();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Var
+
+Var::Var(const Var& other) : p_(other.p_) {
+  if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+Var& Var::operator=(const Var& other) {
+  if (other.p_) other.p_->refs.fetch_add(1, std::memory_order_relaxed);
+  detail::EngineImpl::release_var(p_);
+  p_ = other.p_;
+  return *this;
+}
+
+Var& Var::operator=(Var&& other) noexcept {
+  if (this != &other) {
+    detail::EngineImpl::release_var(p_);
+    p_ = other.p_;
+    other.p_ = nullptr;
+  }
+  return *this;
+}
+
+Var::~Var() { detail::EngineImpl::release_var(p_); }
+
+std::uint64_t Var::id() const { return p_ ? p_->id : 0; }
+bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acquire); }
+
+// ---------------------------------------------------------------------------------------------
+// EngineOptions
+
+EngineOptions EngineOptions::from_env() {
+  EngineOptions o;
+  o.max_inflight_ops = kDefaultMaxInflightOps;
+  if (const char* k = std::getenv("ASYNCND_ENGINE")) {
+    if (std::strcmp(k, "naive") == 0 || std::strcmp(k, "NaiveEngine") == 0) {
+      o.kind = EngineKind::kNaive;
+    } else if (std::strcmp(k, "threaded") != 0 && k[0] != '\0') {
+      throw Error(std::string("ASYNCND_ENGINE: unknown engine '") + k +
+                  "' (expected 'threaded' or 'naive')");
+    }
+  }
+  if (const char* w = std::getenv("ASYNCND_CPU_WORKERS")) {
+    char* end = nullptr;
+    long n = std::strtol(w, &end, 10);
+    if (end == w || *end != '\0' || n < 0 || n > 1024) {
+      throw Error(std::string("ASYNCND_CPU_WORKERS: expected a count from 0 to 1024, got '") + w +
+                  "'");
+    }
+    o.cpu_workers = static_cast<int>(n);
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<detail::EngineImpl>(options)) {}
+Engine::~Engine() = default;
+
+EngineKind Engine::kind() const { return impl_->kind(); }
+int Engine::num_workers(Device device) const { return impl_->num_workers(device); }
+Var Engine::new_var() { return impl_->new_var(); }
+
+void Engine::push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+                  PushOptions opts) {
+  impl_->push(std::move(fn), std::move(reads), std::move(writes), opts);
+}
+
+void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }
+void Engine::waitall() { impl_->waitall(); }
+void Engine::delete_var(Var v, std::function<void()> on_delete) {
+  impl_->delete_var(std::move(v), std::move(on_delete));
+}
+void Engine::set_max_inflight(std::size_t ops, std::size_t bytes) {
+  impl_->set_max_inflight(ops, bytes);
+}
+std::size_t Engine::max_inflight_ops() const { return impl_->max_ops(); }
+std::size_t Engine::max_inflight_bytes() const { return impl_->max_bytes(); }
+EngineStats Engine::stats() const { return impl_->stats(); }
+void Engine::reset_peak_bytes() { impl_->reset_peak_bytes(); }
+void Engine::start_profiling() { impl_->start_profiling(); }
+std::string Engine::stop_profiling() { return impl_->stop_profiling(); }
+std::vector<ProfileEvent> Engine::profile_events() const { return impl_->profile_events(); }
+bool Engine::profiling() const { return impl_->profiling(); }
+void Engine::note_alloc(Device device, std::size_t bytes) { impl_->note_alloc(device, bytes); }
+void Engine::note_free(Device device, std::size_t bytes) { impl_->note_free(device, bytes); }
+void Engine::parallel_for(std::int64_t n, std::int64_t grain,
+                          const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  impl_->parallel_for(n, grain, fn);
+}
+bool Engine::on_worker_thread() { return detail::on_engine_worker(); }
+
+Engine& engine() {
+  // Never destroyed: arrays held in static storage may still be freed during exit.
+  static Engine* e = new Engine(EngineOptions::from_env());
+  return *e;
+}
+
+void configure_engine(EngineOptions options) { engine().impl().reconfigure(options); }
+
+}  // namespace asyncnd

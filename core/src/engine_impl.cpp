@@ -1,0 +1,628 @@
+// The engine's scheduling core: push, grants along variable queues, completion, waits, deletion,
+// errors and backpressure. Worker pools are in worker_pool.cpp, the profiler in profiler.cpp.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "asyncnd/detail/backend.h"
+#include "engine_impl.h"
+
+namespace asyncnd {
+namespace detail {
+
+namespace {
+
+std::atomic<std::uint64_t> g_next_var_id{1};
+std::atomic<std::int64_t> g_live_vars{0};
+
+constexpr auto kWaitSpin = std::chrono::microseconds(50);
+
+// Removes duplicates from a small list of variables (ops rarely name more than a few), dropping
+// the extra references.
+void dedupe(std::vector<VarBlock*>& vs) {
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    for (std::size_t j = i + 1; j < vs.size();) {
+      if (vs[j] == vs[i]) {
+        EngineImpl::release_var(vs[j]);
+        vs[j] = vs.back();
+        vs.pop_back();
+      } else {
+        ++j;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+EngineImpl::EngineImpl(EngineOptions options) {
+  t0_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  for (int i = 0; i < kMaxDevices; ++i) {
+    mem_[i].device = i == 0 ? Device::cpu() : Device::gpu(i - 1);
+  }
+  start(options);
+}
+
+EngineImpl::~EngineImpl() {
+  try {
+    waitall();
+  } catch (...) {
+    // documented: errors not yet rethrown are dropped at destruction
+  }
+  stop();
+}
+
+void EngineImpl::start(const EngineOptions& options) {
+  kind_ = options.kind;
+  max_ops_ = options.max_inflight_ops;
+  max_bytes_ = options.max_inflight_bytes;
+  cpu_workers_ = options.cpu_workers > 0
+                     ? options.cpu_workers
+                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (kind_ == EngineKind::kThreaded) {
+    cpu_pool_ = std::make_unique<DevicePool>(this, Device::cpu(), cpu_workers_);
+  }
+}
+
+void EngineImpl::stop() {
+  cpu_pool_.reset();
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  other_pools_.clear();
+}
+
+void EngineImpl::reconfigure(EngineOptions options) {
+  waitall();
+  stop();
+  start(options);
+}
+
+int EngineImpl::num_workers(Device device) {
+  if (kind_ == EngineKind::kNaive) return 0;
+  return pool_for(device).size();
+}
+
+DevicePool& EngineImpl::pool_for(Device device) {
+  if (device.is_cpu()) return *cpu_pool_;
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  for (auto& p : other_pools_) {
+    if (p->device() == device) return *p;
+  }
+  // One worker launches a GPU's ops; the device itself runs them asynchronously.
+  other_pools_.push_back(std::make_unique<DevicePool>(this, device, 1));
+  return *other_pools_.back();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Variables
+
+Var EngineImpl::new_var() {
+  auto* v = new VarBlock;
+  v->owner = this;
+  v->id = g_next_var_id.fetch_add(1, std::memory_order_relaxed);
+  g_live_vars.fetch_add(1, std::memory_order_relaxed);
+  return Var(v);
+}
+
+void EngineImpl::release_var(VarBlock* v) {
+  if (v && v->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    g_live_vars.fetch_sub(1, std::memory_order_relaxed);
+    delete v;
+  }
+}
+
+void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) const {
+  if (v == nullptr) throw Error(std::string(op) + ": " + role + " variable is null");
+  if (v->owner != this) {
+    throw Error(std::string(op) + ": " + role + " variable " + std::to_string(v->id) +
+                " belongs to another engine");
+  }
+  if (v->deleted.load(std::memory_order_acquire)) {
+    throw Error(std::string(op) + ": " + role + " variable " + std::to_string(v->id) +
+                " was deleted");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ops
+
+OprBlock* EngineImpl::new_op(int nacc) {
+  auto* op = new OprBlock;
+  if (nacc <= 4) {
+    op->acc = op->inline_acc;
+  } else {
+    op->heap_acc.reset(new Access[static_cast<std::size_t>(nacc)]);
+    op->acc = op->heap_acc.get();
+  }
+  return op;
+}
+
+void EngineImpl::free_op(OprBlock* op) {
+  for (int i = 0; i < op->nreads + op->nwrites; ++i) release_var(op->acc[i].var);
+  delete op;
+}
+
+void EngineImpl::push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+                      const PushOptions& opts) {
+  const char* name = opts.name ? opts.name : "op";
+  // Validate everything before taking ownership of anything: a bad call queues nothing.
+  for (const Var& v : reads) check_var(peek(v), name, "read");
+  for (const Var& v : writes) check_var(peek(v), name, "write");
+  for (const Var& r : reads) {
+    for (const Var& w : writes) {
+      if (r == w) {
+        throw Error(std::string(name) + ": variable " + std::to_string(r.id()) +
+                    " is both read and written; list it in writes only");
+      }
+    }
+  }
+  if (!opts.device.is_cpu() || opts.device.id != 0) backend_for(opts.device, name);
+  if (!fn) throw Error(std::string(name) + ": empty function");
+
+  std::vector<VarBlock*> rv, wv;
+  rv.reserve(reads.size());
+  wv.reserve(writes.size());
+  for (Var& v : reads) rv.push_back(take(v));
+  for (Var& v : writes) wv.push_back(take(v));
+  dedupe(rv);
+  dedupe(wv);
+
+  if (kind_ == EngineKind::kNaive) {
+    run_naive(fn, rv, wv, opts);
+    return;
+  }
+  if (!Engine::on_worker_thread()) backpressure(opts.bytes);
+
+  const int nr = static_cast<int>(rv.size()), nw = static_cast<int>(wv.size());
+  OprBlock* op = new_op(nr + nw);
+  op->kind = OpKind::kNormal;
+  op->fn = std::move(fn);
+  op->priority = opts.priority;
+  op->device = opts.device;
+  op->name = name;
+  op->bytes = opts.bytes;
+  op->nreads = nr;
+  op->nwrites = nw;
+  for (int i = 0; i < nr; ++i) op->acc[i] = Access{op, rv[i], nullptr, false};
+  for (int i = 0; i < nw; ++i) op->acc[nr + i] = Access{op, wv[i], nullptr, true};
+  if (profiling()) op->push_us = now_us();
+  if (opts.priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
+
+  pushed_normal_.fetch_add(1, std::memory_order_relaxed);
+  pushed_all_.fetch_add(1, std::memory_order_seq_cst);
+  if (opts.bytes) inflight_bytes_.fetch_add(static_cast<std::int64_t>(opts.bytes));
+  enqueue_accesses(op);
+}
+
+void EngineImpl::backpressure(std::size_t bytes) {
+  const std::size_t mo = max_ops_.load(std::memory_order_relaxed);
+  const std::size_t mb = max_bytes_.load(std::memory_order_relaxed);
+  if (mo == 0 && mb == 0) return;
+  auto ops_ok = [&] {
+    if (mo == 0) return true;
+    // seen_finished_ is a lower bound of finished_all_: only read the workers' counter when the
+    // cheap bound says we might be over.
+    std::uint64_t pushed = pushed_all_.load(std::memory_order_relaxed);
+    if (pushed - seen_finished_.load(std::memory_order_relaxed) < mo) return true;
+    std::uint64_t fin = finished_all_.load(std::memory_order_acquire);
+    seen_finished_.store(fin, std::memory_order_relaxed);
+    return pushed - fin < mo;
+  };
+  auto bytes_ok = [&] {
+    if (mb == 0 || bytes == 0) return true;
+    std::int64_t now = inflight_bytes_.load(std::memory_order_acquire);
+    return now == 0 || static_cast<std::size_t>(now) + bytes <= mb;
+  };
+  auto ok = [&] { return ops_ok() && bytes_ok(); };
+  if (spin_until(ok, std::chrono::microseconds(20))) return;
+  std::unique_lock<std::mutex> lk(done_mu_);
+  done_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  done_cv_.wait(lk, ok);
+  done_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void EngineImpl::enqueue_accesses(OprBlock* op) {
+  const int n = op->nreads + op->nwrites;
+  op->wait.store(n + 1, std::memory_order_relaxed);
+  ReadyList ready;
+  for (int i = 0; i < n; ++i) {
+    Access* a = &op->acc[i];
+    VarBlock* v = a->var;
+    v->lock.lock();
+    bool granted;
+    if (!a->write) {
+      granted = !v->write_running && v->head == nullptr;
+      if (granted) ++v->running_reads;
+    } else {
+      granted = !v->write_running && v->running_reads == 0 && v->head == nullptr;
+      if (granted) v->write_running = true;
+    }
+    if (granted) {
+      grant(a, ready);
+    } else {
+      a->next = nullptr;
+      if (v->tail) v->tail->next = a;
+      else v->head = a;
+      v->tail = a;
+    }
+    v->lock.unlock();
+  }
+  // Drop the push's own hold; if every access was granted, the op is ready now.
+  if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(op);
+  dispatch_all(ready);
+}
+
+// Caller holds a->var->lock. Poison is captured here, at grant time, so whether an op is skipped
+// depends only on push order, not on when a concurrent wait clears the variable's error.
+void EngineImpl::grant(Access* a, ReadyList& ready) {
+  OprBlock* op = a->op;
+  if (a->var->has_error.load(std::memory_order_acquire) && op->kind == OpKind::kNormal) {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    if (!op->error && a->var->error) op->error = a->var->error;
+  }
+  if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(op);
+}
+
+void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
+  std::lock_guard<SpinLock> lk(v->lock);
+  if (--v->running_reads == 0 && v->head != nullptr) {
+    // invariant: with no write running, the queue's head is a write.
+    Access* a = v->head;
+    v->head = a->next;
+    if (!v->head) v->tail = nullptr;
+    v->write_running = true;
+    grant(a, ready);
+  }
+}
+
+void EngineImpl::complete_write(VarBlock* v, ReadyList& ready) {
+  std::lock_guard<SpinLock> lk(v->lock);
+  v->write_running = false;
+  // Every consecutive read at the head may run together; then a write, once they are done.
+  while (v->head && !v->head->write) {
+    Access* a = v->head;
+    v->head = a->next;
+    ++v->running_reads;
+    grant(a, ready);
+  }
+  if (!v->head) {
+    v->tail = nullptr;
+  } else if (v->running_reads == 0) {
+    Access* a = v->head;
+    v->head = a->next;
+    if (!v->head) v->tail = nullptr;
+    v->write_running = true;
+    grant(a, ready);
+  }
+}
+
+void EngineImpl::dispatch(OprBlock* op) {
+  switch (op->kind) {
+    case OpKind::kWait: run_wait(op); break;
+    case OpKind::kDelete: run_delete(op); break;
+    case OpKind::kNormal: pool_for(op->device).enqueue(op); break;
+  }
+}
+
+void EngineImpl::dispatch_all(ReadyList& ready) {
+  ready.for_each([this](OprBlock* op) { dispatch(op); });
+}
+
+void EngineImpl::run_op(OprBlock* op, int worker) {
+  const double start = profiling() ? now_us() : 0;
+  bool failed = false;
+  std::exception_ptr err = op->error;  // inherited: skip
+  if (!err) {
+    try {
+      op->fn();
+    } catch (...) {
+      err = wrap_error(op->name, op->device, std::current_exception());
+      record_error(err);
+      failed = true;
+    }
+  }
+  // Destroy what the closure captured before the op counts as finished, so that memory held by
+  // captures is back by the time waitall returns.
+  op->fn = nullptr;
+  if (err) {
+    for (int i = 0; i < op->nwrites; ++i) set_error(op->acc[op->nreads + i].var, err);
+  }
+  if (profiling()) {
+    record_event(op, worker, start, now_us(), failed, !failed && err != nullptr);
+  }
+  finish(op, worker, start, failed);
+}
+
+void EngineImpl::finish(OprBlock* op, int, double, bool) {
+  ReadyList ready;
+  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
+  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
+  const bool normal = op->kind == OpKind::kNormal;
+  const std::size_t bytes = op->bytes;
+  free_op(op);
+  dispatch_all(ready);
+  if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
+  if (normal) finished_normal_.fetch_add(1, std::memory_order_relaxed);
+  finished_all_.fetch_add(1, std::memory_order_seq_cst);
+  if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lk(done_mu_);
+    done_cv_.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waits
+
+void EngineImpl::run_wait(OprBlock* op) {
+  VarBlock* v = op->acc[0].var;
+  WaitSignal* s = op->signal;
+  std::exception_ptr err;
+  {
+    std::lock_guard<SpinLock> lk(v->lock);
+    err = take_error(v);
+  }
+  ReadyList ready;
+  complete_read(v, ready);
+  free_op(op);
+  dispatch_all(ready);
+  // Last: once done is set the waiter may return and its stack, holding s, goes away.
+  std::lock_guard<std::mutex> lk(s->mu);
+  s->error = err;
+  s->done.store(true, std::memory_order_release);
+  s->cv.notify_one();
+}
+
+void EngineImpl::wait_to_read(const Var& var) {
+  VarBlock* v = peek(var);
+  check_var(v, "wait_to_read", "the");
+  if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
+    throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
+  }
+  std::exception_ptr err;
+  WaitSignal sig;
+  {
+    std::unique_lock<SpinLock> lk(v->lock);
+    if (!v->write_running && v->head == nullptr) {
+      // Fast path: no write pending, nothing to wait for.
+      err = take_error(v);
+    } else {
+      OprBlock* op = new_op(1);
+      op->kind = OpKind::kWait;
+      op->name = "wait_to_read";
+      op->signal = &sig;
+      op->nreads = 1;
+      v->refs.fetch_add(1, std::memory_order_relaxed);
+      op->acc[0] = Access{op, v, nullptr, false};
+      op->wait.store(1, std::memory_order_relaxed);
+      // A read is queued whenever a write runs or waits (see the invariant on VarBlock).
+      if (v->tail) v->tail->next = &op->acc[0];
+      else v->head = &op->acc[0];
+      v->tail = &op->acc[0];
+      lk.unlock();
+      spin_until([&] { return sig.done.load(std::memory_order_acquire); }, kWaitSpin);
+      std::unique_lock<std::mutex> slk(sig.mu);
+      sig.cv.wait(slk, [&] { return sig.done.load(std::memory_order_acquire); });
+      err = sig.error;
+    }
+  }
+  if (err) std::rethrow_exception(err);
+}
+
+void EngineImpl::waitall() {
+  if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
+    throw Error("waitall: called from inside an op; it would deadlock the worker");
+  }
+  const std::uint64_t target = pushed_all_.load(std::memory_order_seq_cst);
+  auto done = [&] { return finished_all_.load(std::memory_order_seq_cst) >= target; };
+  if (!spin_until(done, kWaitSpin)) {
+    std::unique_lock<std::mutex> lk(done_mu_);
+    done_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    done_cv_.wait(lk, done);
+    done_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  std::exception_ptr first;
+  std::size_t count = 0;
+  {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    count = errors_.size();
+    if (count) first = errors_.front();
+    errors_.clear();
+  }
+  if (!first) return;
+  if (count == 1) std::rethrow_exception(first);
+  try {
+    std::rethrow_exception(first);
+  } catch (const std::exception& e) {
+    throw Error(std::string(e.what()) + " (and " + std::to_string(count - 1) +
+                " more failed op" + (count > 2 ? "s" : "") + " since the last waitall)");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deletion
+
+void EngineImpl::delete_var(Var var, std::function<void()> on_delete) {
+  VarBlock* v = peek(var);
+  check_var(v, "delete_var", "the");
+  if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
+    throw Error("delete_var: variable " + std::to_string(v->id) + " was already deleted");
+  }
+  v = take(var);
+  if (kind_ == EngineKind::kNaive) {
+    std::lock_guard<std::recursive_mutex> lk(naive_mu_);
+    if (on_delete) {
+      try {
+        on_delete();
+      } catch (...) {
+      }
+    }
+    release_var(v);
+    return;
+  }
+  OprBlock* op = new_op(1);
+  op->kind = OpKind::kDelete;
+  op->name = "delete";
+  op->fn = std::move(on_delete);
+  op->nwrites = 1;
+  op->acc[0] = Access{op, v, nullptr, true};
+  pushed_all_.fetch_add(1, std::memory_order_seq_cst);
+  enqueue_accesses(op);
+}
+
+void EngineImpl::run_delete(OprBlock* op) {
+  if (op->fn) {
+    try {
+      op->fn();
+    } catch (...) {
+      // on_delete must not throw (documented); never let it escape into a worker.
+    }
+    op->fn = nullptr;
+  }
+  finish(op, -1, 0, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The naive engine: every op runs inside push, in push order.
+
+void EngineImpl::run_naive(std::function<void()>& fn, std::vector<VarBlock*>& reads,
+                           std::vector<VarBlock*>& writes, const PushOptions& opts) {
+  std::lock_guard<std::recursive_mutex> lk(naive_mu_);
+  const char* name = opts.name ? opts.name : "op";
+  pushed_normal_.fetch_add(1, std::memory_order_relaxed);
+  pushed_all_.fetch_add(1, std::memory_order_relaxed);
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> elk(err_mu_);
+    for (VarBlock* v : reads) if (!err && v->error) err = v->error;
+    for (VarBlock* v : writes) if (!err && v->error) err = v->error;
+  }
+  const bool skipped = err != nullptr;
+  bool failed = false;
+  const double start = profiling() ? now_us() : 0;
+  if (!err) {
+    try {
+      fn();
+    } catch (...) {
+      err = wrap_error(name, opts.device, std::current_exception());
+      record_error(err);
+      failed = true;
+    }
+  }
+  fn = nullptr;
+  if (err) for (VarBlock* v : writes) set_error(v, err);
+  if (profiling()) {
+    ProfileEvent e;
+    e.name = name;
+    e.device = opts.device;
+    e.push_us = start;
+    e.start_us = start;
+    e.end_us = now_us();
+    for (VarBlock* v : reads) e.reads.push_back(v->id);
+    for (VarBlock* v : writes) e.writes.push_back(v->id);
+    e.failed = failed;
+    e.skipped = skipped;
+    std::lock_guard<std::mutex> plk(prof_mu_);
+    events_.push_back(std::move(e));
+  }
+  for (VarBlock* v : reads) release_var(v);
+  for (VarBlock* v : writes) release_var(v);
+  finished_normal_.fetch_add(1, std::memory_order_relaxed);
+  finished_all_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+std::exception_ptr EngineImpl::wrap_error(const char* name, Device device, std::exception_ptr e) {
+  std::string what;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+    what = "unknown exception (not derived from std::exception)";
+  }
+  return std::make_exception_ptr(
+      Error(std::string(name) + " failed on " + device.str() + ": " + what));
+}
+
+void EngineImpl::set_error(VarBlock* v, const std::exception_ptr& e) {
+  std::lock_guard<std::mutex> lk(err_mu_);
+  v->error = e;
+  v->has_error.store(true, std::memory_order_release);
+}
+
+std::exception_ptr EngineImpl::take_error(VarBlock* v) {
+  if (!v->has_error.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lk(err_mu_);
+  std::exception_ptr e = std::move(v->error);
+  v->error = nullptr;
+  v->has_error.store(false, std::memory_order_release);
+  // Rethrown once: waitall will not report it again.
+  auto it = std::find(errors_.begin(), errors_.end(), e);
+  if (it != errors_.end()) errors_.erase(it);
+  return e;
+}
+
+void EngineImpl::record_error(std::exception_ptr e) {
+  std::lock_guard<std::mutex> lk(err_mu_);
+  errors_.push_back(std::move(e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds and stats
+
+void EngineImpl::set_max_inflight(std::size_t ops, std::size_t bytes) {
+  max_ops_.store(ops, std::memory_order_relaxed);
+  max_bytes_.store(bytes, std::memory_order_relaxed);
+  // Wake pushers blocked under the old bound.
+  std::lock_guard<std::mutex> lk(done_mu_);
+  done_cv_.notify_all();
+}
+
+EngineStats EngineImpl::stats() const {
+  EngineStats s;
+  s.finished = finished_normal_.load();
+  s.pushed = pushed_normal_.load();
+  const std::uint64_t fin_all = finished_all_.load(), pushed_all = pushed_all_.load();
+  s.pending = pushed_all > fin_all ? pushed_all - fin_all : 0;
+  s.inflight_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, inflight_bytes_.load()));
+  s.live_vars = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g_live_vars.load()));
+  for (int i = 0; i < kMaxDevices; ++i) {
+    const std::int64_t now = mem_[i].in_use.load(), peak = mem_[i].peak.load();
+    if (i != 0 && peak == 0) continue;
+    DeviceStats d;
+    d.device = mem_[i].device;
+    d.bytes_in_use = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now));
+    d.bytes_peak = static_cast<std::uint64_t>(peak);
+    s.bytes_in_use += d.bytes_in_use;
+    s.bytes_peak += d.bytes_peak;
+    s.devices.push_back(d);
+  }
+  return s;
+}
+
+void EngineImpl::reset_peak_bytes() {
+  for (auto& m : mem_) m.peak.store(m.in_use.load());
+}
+
+void EngineImpl::note_alloc(Device device, std::size_t bytes) {
+  DeviceMem& m = mem_[mem_index(device)];
+  const std::int64_t now = m.in_use.fetch_add(static_cast<std::int64_t>(bytes)) +
+                           static_cast<std::int64_t>(bytes);
+  std::int64_t peak = m.peak.load(std::memory_order_relaxed);
+  while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void EngineImpl::note_free(Device device, std::size_t bytes) {
+  mem_[mem_index(device)].in_use.fetch_sub(static_cast<std::int64_t>(bytes));
+}
+
+double EngineImpl::now_us() const {
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return static_cast<double>(now - t0_ns_.load(std::memory_order_relaxed)) *
+         (1e6 * std::chrono::steady_clock::period::num / std::chrono::steady_clock::period::den);
+}
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,272 @@
+// The threaded and naive engines' internals: variables as small read/write queues, ops that count
+// the grants they still wait for, per-device worker pools. See DESIGN.md, "Inside the engine".
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "asyncnd/engine.h"
+#include "sync.h"
+
+namespace asyncnd {
+namespace detail {
+
+struct OprBlock;
+class EngineImpl;
+
+// One op's access to one variable; lives inside the op, linked into the variable's FIFO while it
+// waits to be granted.
+struct Access {
+  OprBlock* op = nullptr;
+  VarBlock* var = nullptr;
+  Access* next = nullptr;
+  bool write = false;
+};
+
+struct VarBlock {
+  std::atomic<int> refs{1};  // Var handles + pending ops that name it
+  EngineImpl* owner = nullptr;
+  std::uint64_t id = 0;
+  std::atomic<bool> deleted{false};
+  std::atomic<bool> has_error{false};  // fast check; the error itself is guarded by err_mu_
+
+  SpinLock lock;
+  // Guarded by lock.
+  // invariant: an ungranted read is queued only behind a write (granted or queued).
+  int running_reads = 0;       // granted reads not yet completed
+  bool write_running = false;  // a granted write not yet completed
+  Access* head = nullptr;      // FIFO of ungranted accesses
+  Access* tail = nullptr;
+
+  std::exception_ptr error;  // guarded by EngineImpl::err_mu_
+};
+
+enum class OpKind : std::uint8_t { kNormal, kWait, kDelete };
+
+// Set by a wait op, waited on by the thread in wait_to_read. Lives on the waiter's stack; the
+// signaller touches it only under mu, so the waiter may return once it holds mu with done set.
+struct WaitSignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<bool> done{false};
+  std::exception_ptr error;
+};
+
+struct OprBlock {
+  std::atomic<int> wait{0};  // grants still missing + 1 held by push
+  OpKind kind = OpKind::kNormal;
+  int priority = 0;
+  int nreads = 0, nwrites = 0;
+  Device device{};
+  const char* name = "op";
+  std::size_t bytes = 0;
+  std::function<void()> fn;               // kNormal: the work; kDelete: on_delete
+  WaitSignal* signal = nullptr;           // kWait
+  std::exception_ptr error;               // inherited from a poisoned input; set at grant time
+  double push_us = 0;                     // profiling only
+  OprBlock* next = nullptr;               // ready-queue link
+  std::uint64_t seq = 0;                  // push order, for the priority queue's ties
+  Access* acc = nullptr;                  // nreads reads, then nwrites writes
+  Access inline_acc[4];
+  std::unique_ptr<Access[]> heap_acc;
+};
+
+// Ops that became ready while a variable lock was held; dispatched after it is released.
+class ReadyList {
+ public:
+  void add(OprBlock* op) {
+    if (n_ < kInline) small_[n_++] = op;
+    else more_.push_back(op);
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (int i = 0; i < n_; ++i) f(small_[i]);
+    for (OprBlock* op : more_) f(op);
+  }
+  bool empty() const { return n_ == 0; }
+
+ private:
+  static constexpr int kInline = 8;
+  OprBlock* small_[kInline];
+  int n_ = 0;
+  std::vector<OprBlock*> more_;
+};
+
+// A parallel_for in progress: chunks handed out by an atomic counter to the caller and to idle
+// workers. Reference counted because a helper may arrive after the caller has left.
+struct ParallelJob {
+  std::atomic<int> refs{1};
+  std::atomic<std::int64_t> next{0};
+  std::atomic<std::int64_t> done{0};
+  std::int64_t n = 0, chunk = 0, nchunks = 0;
+  const std::function<void(std::int64_t, std::int64_t)>* fn = nullptr;
+};
+
+// The workers of one device and their ready queue.
+class DevicePool {
+ public:
+  DevicePool(EngineImpl* engine, Device device, int workers);
+  ~DevicePool();  // stops and joins the workers; the queue must be empty
+  void enqueue(OprBlock* op);
+  int size() const { return static_cast<int>(threads_.size()); }
+  Device device() const { return device_; }
+
+  void parallel_for(std::int64_t n, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+ private:
+  void worker_main(int index);
+  OprBlock* try_pop();
+  bool has_work() const;
+  bool help_job();  // runs chunks of some active job; false if none
+  void wake_one();
+
+  EngineImpl* engine_;
+  Device device_;
+  std::vector<std::thread> threads_;
+
+  SpinLock qlock_;
+  OprBlock* fifo_head_ = nullptr;  // priority-0 ops, FIFO
+  OprBlock* fifo_tail_ = nullptr;
+  std::vector<OprBlock*> heap_;    // ops with priority != 0, a max-heap on (priority, -seq)
+  std::atomic<int> queued_{0};
+
+  SpinLock jobs_lock_;
+  std::vector<ParallelJob*> jobs_;
+  std::atomic<int> njobs_{0};
+
+  // Parking. At most one idle worker spins at a time; the rest sleep until woken.
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
+  std::atomic<int> sleepers_{0};
+  std::atomic<int> spinners_{0};
+  std::atomic<bool> stop_{false};
+};
+
+class EngineImpl {
+ public:
+  explicit EngineImpl(EngineOptions options);
+  ~EngineImpl();
+
+  void start(const EngineOptions& options);  // makes the CPU pool
+  void stop();                               // joins all pools (queues must be empty)
+  void reconfigure(EngineOptions options);
+
+  EngineKind kind() const { return kind_; }
+  int num_workers(Device device);
+
+  Var new_var();
+  void push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+            const PushOptions& opts);
+  void wait_to_read(const Var& v);
+  void waitall();
+  void delete_var(Var v, std::function<void()> on_delete);
+  void set_max_inflight(std::size_t ops, std::size_t bytes);
+  std::size_t max_ops() const { return max_ops_.load(std::memory_order_relaxed); }
+  std::size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
+
+  EngineStats stats() const;
+  void reset_peak_bytes();
+  void note_alloc(Device device, std::size_t bytes);
+  void note_free(Device device, std::size_t bytes);
+
+  void start_profiling();
+  std::string stop_profiling();
+  std::vector<ProfileEvent> profile_events() const;
+  bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
+
+  void parallel_for(std::int64_t n, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+  // Called by workers.
+  void run_op(OprBlock* op, int worker);
+
+  static void release_var(VarBlock* v);
+
+ private:
+  friend class DevicePool;
+  // Steals the reference of a handle: the op now owns it.
+  static VarBlock* take(Var& v) {
+    VarBlock* p = v.p_;
+    v.p_ = nullptr;
+    return p;
+  }
+  static VarBlock* peek(const Var& v) { return v.p_; }
+  void check_var(const VarBlock* v, const char* op, const char* role) const;
+  DevicePool& pool_for(Device device);
+  void backpressure(std::size_t bytes);
+
+  OprBlock* new_op(int nacc);
+  void free_op(OprBlock* op);
+  // Appends op's accesses to its variables' queues; dispatches it if all were granted.
+  void enqueue_accesses(OprBlock* op);
+  void grant(Access* a, ReadyList& ready);
+  void complete_read(VarBlock* v, ReadyList& ready);
+  void complete_write(VarBlock* v, ReadyList& ready);
+  void dispatch(OprBlock* op);
+  void dispatch_all(ReadyList& ready);
+  void finish(OprBlock* op, int worker, double start_us, bool failed);
+  void run_wait(OprBlock* op);
+  void run_delete(OprBlock* op);
+  void run_naive(std::function<void()>& fn, std::vector<VarBlock*>& reads,
+                 std::vector<VarBlock*>& writes, const PushOptions& opts);
+
+  // Errors.
+  std::exception_ptr wrap_error(const char* name, Device device, std::exception_ptr e);
+  void set_error(VarBlock* v, const std::exception_ptr& e);  // caller holds no var lock
+  std::exception_ptr take_error(VarBlock* v);               // clears; caller holds v->lock
+  void record_error(std::exception_ptr e);
+
+  void record_event(OprBlock* op, int worker, double start_us, double end_us, bool failed,
+                    bool skipped);
+  double now_us() const;
+
+  EngineKind kind_ = EngineKind::kThreaded;
+  int cpu_workers_ = 0;
+  std::unique_ptr<DevicePool> cpu_pool_;
+  std::mutex pools_mu_;
+  std::vector<std::unique_ptr<DevicePool>> other_pools_;  // GPU devices, made on first use
+  std::recursive_mutex naive_mu_;
+
+  // Counters on separate cache lines: pushers write the first, workers the second.
+  alignas(64) std::atomic<std::uint64_t> pushed_all_{0};  // normal + delete ops
+  std::atomic<std::uint64_t> pushed_normal_{0};
+  alignas(64) std::atomic<std::uint64_t> finished_all_{0};
+  std::atomic<std::uint64_t> finished_normal_{0};
+  alignas(64) std::atomic<std::int64_t> inflight_bytes_{0};
+  std::atomic<std::uint64_t> seen_finished_{0};  // a lower bound of finished_all_, for push
+  std::atomic<std::size_t> max_ops_{0}, max_bytes_{0};
+  std::atomic<std::uint64_t> seq_{0};
+
+  std::mutex done_mu_;  // waitall and backpressure sleepers
+  std::condition_variable done_cv_;
+  std::atomic<int> done_waiters_{0};
+
+  mutable std::mutex err_mu_;
+  std::vector<std::exception_ptr> errors_;  // failures not yet rethrown
+
+  struct DeviceMem {
+    Device device;
+    std::atomic<std::int64_t> in_use{0}, peak{0};
+  };
+  static constexpr int kMaxDevices = 17;  // cpu + 16 GPUs
+  DeviceMem mem_[kMaxDevices];
+  static int mem_index(Device d) { return d.is_cpu() ? 0 : 1 + (d.id & 15); }
+
+  std::atomic<bool> profiling_{false};
+  // Profiler epoch, steady_clock nanoseconds; atomic because workers read it while a new
+  // profiling session starts.
+  std::atomic<std::int64_t> t0_ns_{0};
+  mutable std::mutex prof_mu_;
+  std::vector<ProfileEvent> events_;
+};
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,128 @@
+// The profiler: one event per op (name, device, worker, push/start/end, reads, writes), exported
+// as Chrome trace JSON, which Perfetto and chrome://tracing open.
+#include <cstdio>
+#include <sstream>
+
+#include "engine_impl.h"
+
+namespace asyncnd {
+namespace detail {
+
+namespace {
+
+void json_string(std::ostringstream& os, const std::string& s) {
+  os << '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': os << "\\\""; break;
+      case '\\': os << "\\\\"; break;
+      case '\n': os << "\\n"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          os << buf;
+        } else {
+          os << c;
+        }
+    }
+  }
+  os << '"';
+}
+
+void json_ids(std::ostringstream& os, const std::vector<std::uint64_t>& ids) {
+  os << '[';
+  for (std::size_t i = 0; i < ids.size(); ++i) os << (i ? "," : "") << ids[i];
+  os << ']';
+}
+
+// Chrome trace has processes and threads: a device is a process, a worker a thread; ops run
+// inline on a frontend thread go to thread 0 ("frontend").
+int pid_of(Device d) { return d.is_cpu() ? 1 : 100 + d.id; }
+int tid_of(int worker) { return worker < 0 ? 0 : worker + 1; }
+
+}  // namespace
+
+void EngineImpl::start_profiling() {
+  std::lock_guard<std::mutex> lk(prof_mu_);
+  events_.clear();
+  t0_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  profiling_.store(true);
+}
+
+void EngineImpl::record_event(OprBlock* op, int worker, double start_us, double end_us,
+                              bool failed, bool skipped) {
+  ProfileEvent e;
+  e.name = op->name;
+  e.device = op->device;
+  e.worker = worker;
+  e.push_us = op->push_us;
+  e.start_us = start_us;
+  e.end_us = end_us;
+  e.reads.reserve(static_cast<std::size_t>(op->nreads));
+  for (int i = 0; i < op->nreads; ++i) e.reads.push_back(op->acc[i].var->id);
+  for (int i = 0; i < op->nwrites; ++i) e.writes.push_back(op->acc[op->nreads + i].var->id);
+  e.failed = failed;
+  e.skipped = skipped;
+  std::lock_guard<std::mutex> lk(prof_mu_);
+  events_.push_back(std::move(e));
+}
+
+std::vector<ProfileEvent> EngineImpl::profile_events() const {
+  std::lock_guard<std::mutex> lk(prof_mu_);
+  return events_;
+}
+
+std::string EngineImpl::stop_profiling() {
+  profiling_.store(false);
+  std::vector<ProfileEvent> events = profile_events();
+  std::ostringstream os;
+  os.precision(3);
+  os << std::fixed;
+  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) os << ",\n";
+    first = false;
+  };
+  // Name the processes and threads that appear.
+  std::vector<std::pair<int, int>> seen;
+  for (const ProfileEvent& e : events) {
+    std::pair<int, int> key{pid_of(e.device), tid_of(e.worker)};
+    bool known = false;
+    for (auto& s : seen) known = known || s == key;
+    if (known) continue;
+    bool pid_known = false;
+    for (auto& s : seen) pid_known = pid_known || s.first == key.first;
+    seen.push_back(key);
+    if (!pid_known) {
+      sep();
+      os << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << key.first
+         << ",\"args\":{\"name\":\"" << e.device.str() << "\"}}";
+    }
+    sep();
+    os << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << key.first
+       << ",\"tid\":" << key.second << ",\"args\":{\"name\":\""
+       << (e.worker < 0 ? std::string("frontend") : "worker " + std::to_string(e.worker))
+       << "\"}}";
+  }
+  for (const ProfileEvent& e : events) {
+    sep();
+    os << "{\"ph\":\"X\",\"cat\":\"op\",\"name\":";
+    json_string(os, e.name);
+    os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e.worker)
+       << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
+       << ",\"args\":{\"reads\":";
+    json_ids(os, e.reads);
+    os << ",\"writes\":";
+    json_ids(os, e.writes);
+    os << ",\"queued_us\":" << (e.start_us - e.push_us) << ",\"failed\":"
+       << (e.failed ? "true" : "false") << ",\"skipped\":" << (e.skipped ? "true" : "false")
+       << "}}";
+  }
+  os << "]}\n";
+  return os.str();
+}
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,216 @@
+// Per-device worker pools: a ready queue (FIFO for priority 0, a heap otherwise), workers that
+// spin briefly before they park (at most one spins at a time, so that on a small machine the
+// frontend thread keeps a core), and parallel_for over idle workers.
+#include <algorithm>
+
+#include "engine_impl.h"
+
+namespace asyncnd {
+namespace detail {
+
+namespace {
+
+struct WorkerTls {
+  EngineImpl* engine = nullptr;
+  DevicePool* pool = nullptr;
+  int index = -1;
+};
+thread_local WorkerTls tls_worker;
+
+constexpr auto kIdleSpin = std::chrono::microseconds(100);
+
+bool heap_less(const OprBlock* a, const OprBlock* b) {
+  if (a->priority != b->priority) return a->priority < b->priority;
+  return a->seq > b->seq;  // earlier push first among equal priorities
+}
+
+}  // namespace
+
+bool on_engine_worker() { return tls_worker.engine != nullptr; }
+
+DevicePool::DevicePool(EngineImpl* engine, Device device, int workers)
+    : engine_(engine), device_(device) {
+  threads_.reserve(static_cast<std::size_t>(workers));
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
+}
+
+DevicePool::~DevicePool() {
+  {
+    std::lock_guard<std::mutex> lk(park_mu_);
+    stop_.store(true);
+    park_cv_.notify_all();
+  }
+  for (auto& t : threads_) t.join();
+}
+
+void DevicePool::enqueue(OprBlock* op) {
+  {
+    std::lock_guard<SpinLock> lk(qlock_);
+    if (op->priority == 0) {
+      op->next = nullptr;
+      if (fifo_tail_) fifo_tail_->next = op;
+      else fifo_head_ = op;
+      fifo_tail_ = op;
+    } else {
+      heap_.push_back(op);
+      std::push_heap(heap_.begin(), heap_.end(), heap_less);
+    }
+  }
+  queued_.fetch_add(1, std::memory_order_seq_cst);
+  // A spinning worker will find it; wake a sleeper only when nobody spins (a wake-up costs the
+  // pusher a system call, so the fast path avoids it).
+  if (spinners_.load(std::memory_order_seq_cst) == 0 &&
+      sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_one();
+  }
+}
+
+void DevicePool::wake_one() {
+  std::lock_guard<std::mutex> lk(park_mu_);
+  park_cv_.notify_one();
+}
+
+OprBlock* DevicePool::try_pop() {
+  if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
+  OprBlock* op = nullptr;
+  {
+    std::lock_guard<SpinLock> lk(qlock_);
+    if (!heap_.empty() && (heap_.front()->priority > 0 || fifo_head_ == nullptr)) {
+      std::pop_heap(heap_.begin(), heap_.end(), heap_less);
+      op = heap_.back();
+      heap_.pop_back();
+    } else if (fifo_head_) {
+      op = fifo_head_;
+      fifo_head_ = op->next;
+      if (!fifo_head_) fifo_tail_ = nullptr;
+    } else if (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), heap_less);
+      op = heap_.back();
+      heap_.pop_back();
+    }
+  }
+  if (op) queued_.fetch_sub(1, std::memory_order_relaxed);
+  return op;
+}
+
+bool DevicePool::has_work() const {
+  return queued_.load(std::memory_order_acquire) > 0 ||
+         njobs_.load(std::memory_order_acquire) > 0 || stop_.load(std::memory_order_acquire);
+}
+
+void DevicePool::worker_main(int index) {
+  tls_worker = WorkerTls{engine_, this, index};
+  for (;;) {
+    if (OprBlock* op = try_pop()) {
+      // More ready work and nobody looking for it: wake a helper (here, not in the pusher).
+      if (queued_.load(std::memory_order_relaxed) > 0 &&
+          spinners_.load(std::memory_order_relaxed) == 0 &&
+          sleepers_.load(std::memory_order_relaxed) > 0) {
+        wake_one();
+      }
+      engine_->run_op(op, index);
+      continue;
+    }
+    if (help_job()) continue;
+    if (stop_.load(std::memory_order_acquire)) return;
+    // Spin for a bounded time if no other worker does, then park.
+    int expected = 0;
+    if (spinners_.compare_exchange_strong(expected, 1)) {
+      bool found = spin_until([this] { return has_work(); }, kIdleSpin);
+      spinners_.store(0, std::memory_order_seq_cst);
+      if (found) continue;
+    }
+    std::unique_lock<std::mutex> lk(park_mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    park_cv_.wait(lk, [this] { return has_work(); });
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// parallel_for
+
+namespace {
+void run_chunks(ParallelJob* job) {
+  for (;;) {
+    const std::int64_t c = job->next.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job->nchunks) return;
+    const std::int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
+    (*job->fn)(b, e);
+    job->done.fetch_add(1, std::memory_order_release);
+  }
+}
+void unref(ParallelJob* job) {
+  if (job->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete job;
+}
+}  // namespace
+
+bool DevicePool::help_job() {
+  if (njobs_.load(std::memory_order_acquire) == 0) return false;
+  ParallelJob* job = nullptr;
+  {
+    std::lock_guard<SpinLock> lk(jobs_lock_);
+    for (ParallelJob* j : jobs_) {
+      if (j->next.load(std::memory_order_relaxed) < j->nchunks) {
+        job = j;
+        job->refs.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+    }
+  }
+  if (!job) return false;
+  run_chunks(job);
+  unref(job);
+  return true;
+}
+
+void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
+                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  const std::int64_t workers = size();
+  std::int64_t nchunks = std::min<std::int64_t>((n + grain - 1) / grain, workers * 4);
+  if (nchunks <= 1 || workers <= 1) {
+    fn(0, n);
+    return;
+  }
+  auto* job = new ParallelJob;
+  job->n = n;
+  job->nchunks = nchunks;
+  job->chunk = (n + nchunks - 1) / nchunks;
+  job->nchunks = (n + job->chunk - 1) / job->chunk;
+  job->fn = &fn;
+  {
+    std::lock_guard<SpinLock> lk(jobs_lock_);
+    jobs_.push_back(job);
+  }
+  njobs_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lk(park_mu_);
+    park_cv_.notify_all();
+  }
+  run_chunks(job);
+  {
+    std::lock_guard<SpinLock> lk(jobs_lock_);
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
+  }
+  njobs_.fetch_sub(1, std::memory_order_relaxed);
+  // Chunks taken by helpers may still run: fn lives on our caller's stack until they are done.
+  while (job->done.load(std::memory_order_acquire) < job->nchunks) {
+    cpu_relax();
+    std::this_thread::yield();
+  }
+  unref(job);
+}
+
+void EngineImpl::parallel_for(std::int64_t n, std::int64_t grain,
+                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  if (kind_ == EngineKind::kNaive || n <= grain || !cpu_pool_) {
+    fn(0, n);
+    return;
+  }
+  cpu_pool_->parallel_for(n, grain, fn);
+}
+
+}  // namespace detail
+}  // namespace asyncnd
