@@ -17,22 +17,6 @@ std::atomic<std::int64_t> g_live_vars{0};
 
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
-// Removes duplicates from a small list of variables (ops rarely name more than a few), dropping
-// the extra references.
-void dedupe(std::vector<VarBlock*>& vs) {
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    for (std::size_t j = i + 1; j < vs.size();) {
-      if (vs[j] == vs[i]) {
-        EngineImpl::release_var(vs[j]);
-        vs[j] = vs.back();
-        vs.pop_back();
-      } else {
-        ++j;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 EngineImpl::EngineImpl(EngineOptions options) {
@@ -125,8 +109,69 @@ void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) 
 // ---------------------------------------------------------------------------------------------
 // Ops
 
+// Op records are recycled through per-thread caches (ops are made by the pushing thread and
+// freed by workers, so full caches move in batches through one shared list): one malloc per op
+// costs more than the rest of a push.
+namespace {
+constexpr std::size_t kCacheMax = 256, kBatch = 128;
+struct GlobalPool {
+  SpinLock lock;
+  std::vector<std::vector<OprBlock*>> batches;  // of kBatch free ops each
+};
+// Never destroyed: workers of the process-wide engine may still recycle ops during exit.
+GlobalPool& g_pool = *new GlobalPool;
+
+struct OpCache {
+  std::vector<OprBlock*> free;
+  ~OpCache() {
+    for (OprBlock* op : free) delete op;
+  }
+};
+thread_local OpCache t_cache;
+
+OprBlock* alloc_op() {
+  auto& c = t_cache.free;
+  if (c.empty()) {
+    std::vector<OprBlock*> batch;
+    {
+      std::lock_guard<SpinLock> lk(g_pool.lock);
+      if (!g_pool.batches.empty()) {
+        batch = std::move(g_pool.batches.back());
+        g_pool.batches.pop_back();
+      }
+    }
+    if (batch.empty()) return new OprBlock;
+    if (c.capacity() < kCacheMax + 1) c.reserve(kCacheMax + 1);
+    c.insert(c.end(), batch.begin(), batch.end());
+  }
+  OprBlock* op = c.back();
+  c.pop_back();
+  return op;
+}
+
+void recycle_op(OprBlock* op) {
+  op->heap_acc.reset();
+  op->error = nullptr;
+  op->signal = nullptr;
+  op->push_us = 0;
+  op->profiled = false;
+  op->seq = 0;
+  op->priority = 0;
+  op->bytes = 0;
+  op->nreads = op->nwrites = 0;
+  auto& c = t_cache.free;
+  c.push_back(op);
+  if (c.size() > kCacheMax) {
+    std::vector<OprBlock*> batch(c.end() - kBatch, c.end());
+    c.resize(c.size() - kBatch);
+    std::lock_guard<SpinLock> lk(g_pool.lock);
+    g_pool.batches.push_back(std::move(batch));
+  }
+}
+}  // namespace
+
 OprBlock* EngineImpl::new_op(int nacc) {
-  auto* op = new OprBlock;
+  OprBlock* op = alloc_op();
   if (nacc <= 4) {
     op->acc = op->inline_acc;
   } else {
@@ -138,18 +183,19 @@ OprBlock* EngineImpl::new_op(int nacc) {
 
 void EngineImpl::free_op(OprBlock* op) {
   for (int i = 0; i < op->nreads + op->nwrites; ++i) release_var(op->acc[i].var);
-  delete op;
+  recycle_op(op);
 }
 
-void EngineImpl::push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
-                      const PushOptions& opts) {
+void EngineImpl::push(std::function<void()> fn, Var* reads, std::size_t nreads, Var* writes,
+                      std::size_t nwrites, bool steal, const PushOptions& opts) {
   const char* name = opts.name ? opts.name : "op";
   // Validate everything before taking ownership of anything: a bad call queues nothing.
-  for (const Var& v : reads) check_var(peek(v), name, "read");
-  for (const Var& v : writes) check_var(peek(v), name, "write");
-  for (const Var& r : reads) {
-    for (const Var& w : writes) {
-      if (r == w) {
+  for (std::size_t i = 0; i < nreads; ++i) check_var(peek(reads[i]), name, "read");
+  for (std::size_t i = 0; i < nwrites; ++i) check_var(peek(writes[i]), name, "write");
+  for (std::size_t i = 0; i < nreads; ++i) {
+    for (std::size_t j = 0; j < nwrites; ++j) {
+      const Var& r = reads[i];
+      if (r == writes[j]) {
         throw Error(std::string(name) + ": variable " + std::to_string(r.id()) +
                     " is both read and written; list it in writes only");
       }
@@ -158,33 +204,39 @@ void EngineImpl::push(std::function<void()> fn, std::vector<Var> reads, std::vec
   if (!opts.device.is_cpu() || opts.device.id != 0) backend_for(opts.device, name);
   if (!fn) throw Error(std::string(name) + ": empty function");
 
-  std::vector<VarBlock*> rv, wv;
-  rv.reserve(reads.size());
-  wv.reserve(writes.size());
-  for (Var& v : reads) rv.push_back(take(v));
-  for (Var& v : writes) wv.push_back(take(v));
-  dedupe(rv);
-  dedupe(wv);
-
-  if (kind_ == EngineKind::kNaive) {
-    run_naive(fn, rv, wv, opts);
-    return;
-  }
-  if (!Engine::on_worker_thread()) backpressure(opts.bytes);
-
-  const int nr = static_cast<int>(rv.size()), nw = static_cast<int>(wv.size());
-  OprBlock* op = new_op(nr + nw);
+  // Each access holds a reference to its variable: taken over from the caller's handles when
+  // they are ours to steal, added otherwise. Duplicates are dropped.
+  OprBlock* op = new_op(static_cast<int>(nreads + nwrites));
+  int n = 0;
+  auto add = [&](Var& var, bool write, int from) {
+    VarBlock* v = peek(var);
+    for (int i = from; i < n; ++i) {
+      if (op->acc[i].var == v) return;
+    }
+    if (steal) take(var);
+    else v->refs.fetch_add(1, std::memory_order_relaxed);
+    op->acc[n++] = Access{op, v, nullptr, write};
+  };
+  for (std::size_t i = 0; i < nreads; ++i) add(reads[i], false, 0);
+  op->nreads = n;
+  for (std::size_t i = 0; i < nwrites; ++i) add(writes[i], true, op->nreads);
+  op->nwrites = n - op->nreads;
   op->kind = OpKind::kNormal;
   op->fn = std::move(fn);
   op->priority = opts.priority;
   op->device = opts.device;
   op->name = name;
   op->bytes = opts.bytes;
-  op->nreads = nr;
-  op->nwrites = nw;
-  for (int i = 0; i < nr; ++i) op->acc[i] = Access{op, rv[i], nullptr, false};
-  for (int i = 0; i < nw; ++i) op->acc[nr + i] = Access{op, wv[i], nullptr, true};
-  if (profiling()) op->push_us = now_us();
+
+  if (kind_ == EngineKind::kNaive) {
+    run_naive(op);
+    return;
+  }
+  if (!Engine::on_worker_thread()) backpressure(opts.bytes);
+  if (profiling()) {
+    op->profiled = true;
+    op->push_us = now_us();
+  }
   if (opts.priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
 
   pushed_normal_.fetch_add(1, std::memory_order_relaxed);
@@ -307,8 +359,9 @@ void EngineImpl::dispatch_all(ReadyList& ready) {
   ready.for_each([this](OprBlock* op) { dispatch(op); });
 }
 
-void EngineImpl::run_op(OprBlock* op, int worker) {
-  const double start = profiling() ? now_us() : 0;
+// Runs op's function unless an input was poisoned, and stores a failure on the op's outputs.
+void EngineImpl::execute(OprBlock* op, int worker) {
+  const double start = op->profiled ? now_us() : 0;
   bool failed = false;
   std::exception_ptr err = op->error;  // inherited: skip
   if (!err) {
@@ -326,27 +379,31 @@ void EngineImpl::run_op(OprBlock* op, int worker) {
   if (err) {
     for (int i = 0; i < op->nwrites; ++i) set_error(op->acc[op->nreads + i].var, err);
   }
-  if (profiling()) {
+  if (op->profiled && profiling()) {
     record_event(op, worker, start, now_us(), failed, !failed && err != nullptr);
   }
-  finish(op, worker, start, failed);
 }
 
-void EngineImpl::finish(OprBlock* op, int, double, bool) {
-  ReadyList ready;
-  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
-  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
-  const bool normal = op->kind == OpKind::kNormal;
-  const std::size_t bytes = op->bytes;
-  free_op(op);
-  dispatch_all(ready);
-  if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
-  if (normal) finished_normal_.fetch_add(1, std::memory_order_relaxed);
+void EngineImpl::run_op(OprBlock* op, int worker) {
+  execute(op, worker);
+  finish(op);
+}
+
+void EngineImpl::finish(OprBlock* op) {
+  // Count the op as finished before its variables grant the next ops: whoever those grants wake
+  // (a wait_to_read, say) then sees stats that include it.
+  if (op->bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(op->bytes));
+  if (op->kind == OpKind::kNormal) finished_normal_.fetch_add(1, std::memory_order_relaxed);
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
   if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(done_mu_);
     done_cv_.notify_all();
   }
+  ReadyList ready;
+  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
+  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
+  free_op(op);
+  dispatch_all(ready);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,8 +468,13 @@ void EngineImpl::waitall() {
   if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
     throw Error("waitall: called from inside an op; it would deadlock the worker");
   }
-  const std::uint64_t target = pushed_all_.load(std::memory_order_seq_cst);
-  auto done = [&] { return finished_all_.load(std::memory_order_seq_cst) >= target; };
+  // Done when, at one instant, everything pushed has finished: that includes ops that running
+  // ops push (and, if other threads keep pushing, their work too). finished_all_ is read first;
+  // pushed_all_ only grows, so f >= p means all pushed up to that read had finished.
+  auto done = [&] {
+    const std::uint64_t f = finished_all_.load(std::memory_order_seq_cst);
+    return f >= pushed_all_.load(std::memory_order_seq_cst);
+  };
   if (!spin_until(done, kWaitSpin)) {
     std::unique_lock<std::mutex> lk(done_mu_);
     done_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -477,54 +539,26 @@ void EngineImpl::run_delete(OprBlock* op) {
     }
     op->fn = nullptr;
   }
-  finish(op, -1, 0, false);
+  finish(op);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The naive engine: every op runs inside push, in push order.
 
-void EngineImpl::run_naive(std::function<void()>& fn, std::vector<VarBlock*>& reads,
-                           std::vector<VarBlock*>& writes, const PushOptions& opts) {
+void EngineImpl::run_naive(OprBlock* op) {
   std::lock_guard<std::recursive_mutex> lk(naive_mu_);
-  const char* name = opts.name ? opts.name : "op";
   pushed_normal_.fetch_add(1, std::memory_order_relaxed);
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
-  std::exception_ptr err;
+  if (profiling()) {
+    op->profiled = true;
+    op->push_us = now_us();
+  }
   {
     std::lock_guard<std::mutex> elk(err_mu_);
-    for (VarBlock* v : reads) if (!err && v->error) err = v->error;
-    for (VarBlock* v : writes) if (!err && v->error) err = v->error;
+    for (int i = 0; i < op->nreads + op->nwrites && !op->error; ++i) op->error = op->acc[i].var->error;
   }
-  const bool skipped = err != nullptr;
-  bool failed = false;
-  const double start = profiling() ? now_us() : 0;
-  if (!err) {
-    try {
-      fn();
-    } catch (...) {
-      err = wrap_error(name, opts.device, std::current_exception());
-      record_error(err);
-      failed = true;
-    }
-  }
-  fn = nullptr;
-  if (err) for (VarBlock* v : writes) set_error(v, err);
-  if (profiling()) {
-    ProfileEvent e;
-    e.name = name;
-    e.device = opts.device;
-    e.push_us = start;
-    e.start_us = start;
-    e.end_us = now_us();
-    for (VarBlock* v : reads) e.reads.push_back(v->id);
-    for (VarBlock* v : writes) e.writes.push_back(v->id);
-    e.failed = failed;
-    e.skipped = skipped;
-    std::lock_guard<std::mutex> plk(prof_mu_);
-    events_.push_back(std::move(e));
-  }
-  for (VarBlock* v : reads) release_var(v);
-  for (VarBlock* v : writes) release_var(v);
+  execute(op, -1);
+  free_op(op);
   finished_normal_.fetch_add(1, std::memory_order_relaxed);
   finished_all_.fetch_add(1, std::memory_order_relaxed);
 }

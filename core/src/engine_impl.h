@@ -71,6 +71,7 @@ struct OprBlock {
   WaitSignal* signal = nullptr;           // kWait
   std::exception_ptr error;               // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
+  bool profiled = false;                  // pushed while the profiler ran
   OprBlock* next = nullptr;               // ready-queue link
   std::uint64_t seq = 0;                  // push order, for the priority queue's ties
   Access* acc = nullptr;                  // nreads reads, then nwrites writes
@@ -163,8 +164,9 @@ class EngineImpl {
   int num_workers(Device device);
 
   Var new_var();
-  void push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
-            const PushOptions& opts);
+  // steal: take over the handles' references (the caller owns the arrays and discards them).
+  void push(std::function<void()> fn, Var* reads, std::size_t nreads, Var* writes,
+            std::size_t nwrites, bool steal, const PushOptions& opts);
   void wait_to_read(const Var& v);
   void waitall();
   void delete_var(Var v, std::function<void()> on_delete);
@@ -212,11 +214,11 @@ class EngineImpl {
   void complete_write(VarBlock* v, ReadyList& ready);
   void dispatch(OprBlock* op);
   void dispatch_all(ReadyList& ready);
-  void finish(OprBlock* op, int worker, double start_us, bool failed);
+  void execute(OprBlock* op, int worker);
+  void finish(OprBlock* op);
   void run_wait(OprBlock* op);
   void run_delete(OprBlock* op);
-  void run_naive(std::function<void()>& fn, std::vector<VarBlock*>& reads,
-                 std::vector<VarBlock*>& writes, const PushOptions& opts);
+  void run_naive(OprBlock* op);
 
   // Errors.
   std::exception_ptr wrap_error(const char* name, Device device, std::exception_ptr e);

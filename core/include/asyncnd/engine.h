@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,13 +136,17 @@ class Engine {
   // engine, a variable in both reads and writes, a device that does not exist.
   void push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
             PushOptions opts = {});
+  // The same, for braced lists (`push(fn, {a, b}, {c})`): no vector is allocated.
+  void push(std::function<void()> fn, std::initializer_list<Var> reads,
+            std::initializer_list<Var> writes, PushOptions opts = {});
 
   // Blocks until every write to v pushed before this call has finished. If one of them failed (or
   // was skipped because of an earlier failure), rethrows that error once and clears it from v.
   // Throws asyncnd::Error for a null or deleted variable. Must not be called from inside an op.
   void wait_to_read(const Var& v);
 
-  // Blocks until every op pushed before this call has finished, then rethrows the first error
+  // Blocks until every op pushed before this call has finished, and every op those ops pushed
+  // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
   // Must not be called from inside an op.
   void waitall();

@@ -1,0 +1,38 @@
+// Chunk: the storage of an array plus the engine variable that orders its reads and writes.
+// Shared (through shared_ptr) by an NDArray and its reshaped views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "asyncnd/detail/backend.h"
+#include "asyncnd/device.h"
+#include "asyncnd/engine.h"
+
+namespace asyncnd {
+namespace detail {
+
+struct Chunk {
+  Var var;
+  float* data = nullptr;  // nullptr when bytes == 0
+  std::size_t bytes = 0;
+  Device device;
+  Backend* backend = nullptr;
+
+  // Allocates `bytes` on `device` through its backend and counts them in the engine's stats.
+  // Throws asyncnd::Error naming `op` if the device does not exist or the allocation fails.
+  Chunk(Device device, std::size_t bytes, const char* op);
+  // Never blocks: hands the variable to Engine::delete_var, which frees the storage once every
+  // op queued on it has finished. Ops therefore capture raw data pointers, never the Chunk.
+  ~Chunk();
+
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+};
+
+// A chunk for `elements` floats.
+std::shared_ptr<Chunk> new_chunk(Device device, std::int64_t elements, const char* op);
+
+}  // namespace detail
+}  // namespace asyncnd

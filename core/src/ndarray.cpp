@@ -1,0 +1,291 @@
+// NDArray: storage chunks, the blocking reads (wait_to_read, to_vector, item, printing), reshape,
+// and the member functions that forward to nd::. Ops live in ops_*.cpp.
+#include "asyncnd/ndarray.h"
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "asyncnd/detail/backend.h"
+#include "asyncnd/ops.h"
+#include "chunk.h"
+#include "ops_common.h"
+
+namespace asyncnd {
+
+// ---- shapes --------------------------------------------------------------------------------
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::int64_t shape_size(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
+      throw Error("shape " + shape_str(shape) + " has too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+namespace detail {
+
+// ---- chunks --------------------------------------------------------------------------------
+
+Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
+  // backend_for scans the backend list and builds its error text up front; CPU arrays are the hot
+  // path (E5 makes one per op), so that backend is looked up once. Backends are never destroyed.
+  static Backend* const cpu0 = &backend_for(Device::cpu(), op);
+  backend = dev == Device::cpu() ? cpu0 : &backend_for(dev, op);
+  if (nbytes > 0) {
+    data = static_cast<float*>(backend->alloc(dev.id, nbytes));
+    bytes = nbytes;
+    engine().note_alloc(dev, nbytes);
+  }
+  try {
+    var = engine().new_var();
+  } catch (...) {
+    if (data) {
+      backend->free(dev.id, data, bytes);
+      engine().note_free(dev, bytes);
+    }
+    throw;
+  }
+}
+
+Chunk::~Chunk() {
+  Backend* be = backend;
+  float* p = data;
+  const std::size_t n = bytes;
+  const Device dev = device;
+  try {
+    engine().delete_var(std::move(var), [be, p, n, dev] {
+      if (p) {
+        be->free(dev.id, p, n);
+        engine().note_free(dev, n);
+      }
+    });
+  } catch (...) {
+    // Only a broken engine gets here. Freeing now could pull storage from under a queued op;
+    // leaking is the safe failure, and a destructor must not throw.
+  }
+}
+
+std::shared_ptr<Chunk> new_chunk(Device device, std::int64_t elements, const char* op) {
+  return std::make_shared<Chunk>(device, static_cast<std::size_t>(elements) * sizeof(float), op);
+}
+
+// ---- argument checks -----------------------------------------------------------------------
+
+void check_defined(const char* op, const NDArray& a) {
+  if (!a.defined()) throw Error(std::string(op) + ": array is empty (default-constructed)");
+}
+
+void check_same_device(const char* op, const NDArray& a, const NDArray& b) {
+  if (a.device() != b.device())
+    throw Error(std::string(op) + ": arrays on different devices: " + a.device().str() + " and " +
+                b.device().str());
+}
+
+std::int64_t checked_size(const char* op, const Shape& shape) {
+  try {
+    return shape_size(shape);
+  } catch (const Error& e) {
+    throw Error(std::string(op) + ": " + e.what());
+  }
+}
+
+void check_kernels(const char* op, Device device) {
+  if (!device.is_cpu())
+    throw Error(std::string(op) + ": no kernels for " + device.str() + " in this build");
+}
+
+NDArray new_array(const char* op, Shape shape, Device device) {
+  const std::int64_t n = checked_size(op, shape);
+  auto chunk = new_chunk(device, n, op);  // throws for a device that does not exist
+  check_kernels(op, device);              // after: "no device gpu(0)" is the better message
+  return NDArray(std::move(chunk), std::move(shape));
+}
+
+}  // namespace detail
+
+// ---- NDArray -------------------------------------------------------------------------------
+
+std::int64_t NDArray::size() const {
+  if (!chunk_) return 0;
+  std::int64_t n = 1;
+  for (std::int64_t d : shape_) n *= d;  // validated when the array was made
+  return n;
+}
+
+Device NDArray::device() const {
+  detail::check_defined("device", *this);
+  return chunk_->device;
+}
+
+const Var& NDArray::var() const {
+  detail::check_defined("var", *this);
+  return chunk_->var;
+}
+
+void NDArray::wait_to_read() const {
+  detail::check_defined("wait_to_read", *this);
+  engine().wait_to_read(chunk_->var);
+}
+
+std::vector<float> NDArray::to_vector() const {
+  detail::check_defined("to_vector", *this);
+  engine().wait_to_read(chunk_->var);
+  const std::int64_t n = size();
+  std::vector<float> out(static_cast<std::size_t>(n));
+  if (n > 0) std::memcpy(out.data(), chunk_->data, static_cast<std::size_t>(n) * sizeof(float));
+  return out;
+}
+
+float NDArray::item() const {
+  detail::check_defined("item", *this);
+  if (size() != 1)
+    throw Error("item: expected an array of size 1, got " + shape_str(shape_) + " (" +
+                std::to_string(size()) + " elements)");
+  engine().wait_to_read(chunk_->var);
+  return chunk_->data[0];
+}
+
+const float* NDArray::unsafe_data() const {
+  detail::check_defined("unsafe_data", *this);
+  return chunk_->data;
+}
+
+NDArray NDArray::reshape(Shape shape) const {
+  static const char* kOp = "reshape";
+  detail::check_defined(kOp, *this);
+  const auto fail = [&] {
+    return Error(std::string(kOp) + ": cannot reshape " + shape_str(shape_) + " into " +
+                 shape_str(shape));
+  };
+  int infer = -1;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) throw Error(std::string(kOp) + ": more than one -1 in " + shape_str(shape));
+      infer = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw Error(std::string(kOp) + ": invalid dimension " + std::to_string(shape[i]) + " in " +
+                  shape_str(shape));
+    } else {
+      if (shape[i] != 0 && known > std::numeric_limits<std::int64_t>::max() / shape[i])
+        throw fail();
+      known *= shape[i];
+    }
+  }
+  const std::int64_t n = size();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0) throw fail();  // 0: the -1 would be ambiguous
+    shape[static_cast<std::size_t>(infer)] = n / known;
+  } else if (known != n) {
+    throw fail();
+  }
+  return NDArray(chunk_, std::move(shape));
+}
+
+NDArray NDArray::transpose() const { return nd::transpose(*this); }
+NDArray NDArray::copy() const {
+  detail::check_defined("copy", *this);
+  return nd::copy_to(*this, device());
+}
+NDArray NDArray::copy_to(Device device) const { return nd::copy_to(*this, device); }
+
+NDArray NDArray::sum() const { return nd::sum(*this); }
+NDArray NDArray::sum(int axis, bool keepdims) const { return nd::sum(*this, axis, keepdims); }
+NDArray NDArray::mean() const { return nd::mean(*this); }
+NDArray NDArray::mean(int axis, bool keepdims) const { return nd::mean(*this, axis, keepdims); }
+NDArray NDArray::max() const { return nd::max(*this); }
+NDArray NDArray::max(int axis, bool keepdims) const { return nd::max(*this, axis, keepdims); }
+NDArray NDArray::norm() const { return nd::norm(*this); }
+NDArray NDArray::exp() const { return nd::exp(*this); }
+NDArray NDArray::log() const { return nd::log(*this); }
+NDArray NDArray::sqrt() const { return nd::sqrt(*this); }
+NDArray NDArray::relu() const { return nd::relu(*this); }
+NDArray NDArray::sigmoid() const { return nd::sigmoid(*this); }
+NDArray NDArray::tanh() const { return nd::tanh(*this); }
+NDArray NDArray::pow(float exponent) const { return nd::pow(*this, exponent); }
+NDArray NDArray::pow(const NDArray& exponent) const { return nd::pow(*this, exponent); }
+
+// ---- printing ------------------------------------------------------------------------------
+
+namespace {
+
+// NumPy prints at most this many elements before summarising with "...".
+constexpr std::int64_t kPrintThreshold = 1000;
+constexpr std::int64_t kEdgeItems = 3;
+
+std::string format_value(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
+  return buf;
+}
+
+void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t dim,
+               std::int64_t offset, bool summarise) {
+  const std::int64_t n = shape[dim];
+  std::int64_t stride = 1;
+  for (std::size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
+  const bool last = dim + 1 == shape.size();
+  const bool cut = summarise && n > 2 * kEdgeItems;
+  os << '[';
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (cut && i == kEdgeItems) {
+      os << "...";
+      i = n - kEdgeItems;
+      if (last) {
+        os << ", ";
+      } else {
+        os << ",\n" << std::string(dim + 1, ' ');
+      }
+    }
+    if (last) {
+      os << format_value(p[offset + i]);
+      if (i + 1 < n) os << ", ";
+    } else {
+      print_rec(os, p, shape, dim + 1, offset + i * stride, summarise);
+      if (i + 1 < n) {
+        // Rows on new lines, blocks of a 3-D or higher array separated by blank lines (NumPy).
+        os << ',' << std::string(shape.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
+      }
+    }
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const NDArray& a) {
+  detail::check_defined("print", a);
+  a.wait_to_read();
+  const Shape& shape = a.shape();
+  std::ostringstream s;
+  if (shape.empty()) {
+    s << format_value(a.unsafe_data()[0]);
+  } else if (a.size() == 0) {
+    s << "[]";
+  } else {
+    print_rec(s, a.unsafe_data(), shape, 0, 0, a.size() > kPrintThreshold);
+  }
+  s << " <NDArray ";
+  if (shape.empty()) s << "scalar";
+  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "x" : "") << shape[i];
+  s << ' ' << a.device().str() << '>';
+  return os << s.str();
+}
+
+}  // namespace asyncnd

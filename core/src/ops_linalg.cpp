@@ -1,0 +1,111 @@
+// Linear algebra: dot/matmul (the backend's SGEMM), transpose, reshape.
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "asyncnd/detail/backend.h"
+#include "asyncnd/ops.h"
+#include "kernels/elementwise.h"
+#include "kernels/functors.h"
+#include "ops_common.h"
+
+namespace asyncnd {
+namespace nd {
+
+namespace {
+
+NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b) {
+  detail::check_defined(op, a);
+  detail::check_defined(op, b);
+  detail::check_same_device(op, a, b);
+  if (a.ndim() != 2 || b.ndim() != 2)
+    throw Error(std::string(op) + ": expects 2-D arrays, got a=" + shape_str(a.shape()) +
+                " b=" + shape_str(b.shape()));
+  const std::int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  if (b.shape()[0] != k)
+    throw Error(std::string(op) + ": inner dimensions differ: a=" + shape_str(a.shape()) +
+                " b=" + shape_str(b.shape()));
+  detail::Backend* backend = &detail::backend_for(a.device(), op);
+  NDArray out = detail::new_array(op, {m, n}, a.device());
+  if (m == 0 || n == 0) return out;
+  const float* pa = detail::data_of(a);
+  const float* pb = detail::data_of(b);
+  float* pc = detail::data_of(out);
+  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
+  detail::push_op(
+      op, [=] { backend->sgemm(false, false, m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n); }, out,
+      {&a, &b});
+  return out;
+}
+
+}  // namespace
+
+NDArray dot(const NDArray& a, const NDArray& b) { return matrix_product("dot", a, b); }
+NDArray matmul(const NDArray& a, const NDArray& b) { return matrix_product("matmul", a, b); }
+
+// NumPy's transpose: axes reversed. 2-D gets a cache-blocked kernel; 0-D and 1-D are a copy; N-D
+// walks the input with permuted strides.
+NDArray transpose(const NDArray& a) {
+  static const char* kOp = "transpose";
+  detail::check_defined(kOp, a);
+  const Shape& in = a.shape();
+  const std::size_t nd = in.size();
+  Shape shape(in.rbegin(), in.rend());
+  std::shared_ptr<const kernels::StridedPlan> plan;
+  if (nd > 2) {
+    std::vector<std::int64_t> strides(nd), permuted(nd);
+    std::int64_t s = 1;
+    for (std::size_t d = nd; d-- > 0;) {
+      strides[d] = s;
+      s *= in[d];
+    }
+    for (std::size_t d = 0; d < nd; ++d) permuted[d] = strides[nd - 1 - d];
+    plan = std::make_shared<const kernels::StridedPlan>(kernels::make_plan(shape, permuted, {}));
+    if (plan->dims.size() > kernels::kMaxPlanDims)
+      throw Error(std::string(kOp) + ": too many dimensions in " + shape_str(in));
+  }
+  NDArray out = detail::new_array(kOp, std::move(shape), a.device());
+  const std::int64_t n = out.size();
+  if (n == 0) return out;
+  const float* pa = detail::data_of(a);
+  float* po = detail::data_of(out);
+  if (nd == 2) {
+    const std::int64_t rows = in[0], cols = in[1];
+    const std::int64_t grain = cols >= detail::kGrain ? 1 : detail::kGrain / cols;
+    detail::push_op(
+        kOp,
+        [=] {
+          detail::parallel(rows, grain, [=](std::int64_t r0, std::int64_t r1) {
+            kernels::transpose2d(pa, po, rows, cols, r0, r1);
+          });
+        },
+        out, {&a});
+  } else if (nd < 2) {
+    detail::push_op(
+        kOp,
+        [=] {
+          detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
+            kernels::unary_contig(pa, po, s, e, kernels::CopyOp{});
+          });
+        },
+        out, {&a});
+  } else {
+    detail::push_op(
+        kOp,
+        [=] {
+          detail::parallel(n, detail::kGrain, [&](std::int64_t s, std::int64_t e) {
+            kernels::unary_strided(*plan, pa, po, s, e, kernels::CopyOp{});
+          });
+        },
+        out, {&a});
+  }
+  return out;
+}
+
+NDArray reshape(const NDArray& a, Shape shape) {
+  detail::check_defined("reshape", a);
+  return a.reshape(std::move(shape));
+}
+
+}  // namespace nd
+}  // namespace asyncnd

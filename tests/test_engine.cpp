@@ -1,0 +1,375 @@
+// The engine's contract, case by case: overlap, ordering, errors, bad calls, deletion,
+// backpressure, priorities, the profiler, stats and parallel_for.
+#include <catch2/catch.hpp>
+
+#include <asyncnd/engine.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "test_util.h"
+
+using namespace asyncnd;
+using asyncnd_test::ms_since;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// An op that blocks a worker until the test opens the gate.
+struct Gate {
+  std::atomic<bool> open{false};
+  void wait() const {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("independent ops overlap; dependent ones never do", "[engine]") {
+  for (int workers : {2, 4, 8}) {
+    Engine eng(EngineOptions{EngineKind::kThreaded, workers});
+    Var a = eng.new_var(), b = eng.new_var();
+    auto t0 = clk::now();
+    eng.push([] { sleep_ms(150); }, {}, {a});
+    eng.push([] { sleep_ms(150); }, {}, {b});
+    eng.waitall();
+    const double independent = ms_since(t0);
+    INFO(workers << " workers: two independent 150 ms ops took " << independent << " ms");
+    CHECK(independent < 260);
+
+    // Two readers of the same variable may also run together.
+    t0 = clk::now();
+    eng.push([] { sleep_ms(150); }, {a}, {});
+    eng.push([] { sleep_ms(150); }, {a}, {});
+    eng.waitall();
+    CHECK(ms_since(t0) < 260);
+
+    // Write-after-write and read-after-write are ordered: the intervals never intersect.
+    std::atomic<int> running{0}, max_running{0};
+    auto body = [&] {
+      int now = ++running;
+      int m = max_running.load();
+      while (now > m && !max_running.compare_exchange_weak(m, now)) {
+      }
+      sleep_ms(40);
+      --running;
+    };
+    t0 = clk::now();
+    eng.push(body, {}, {a});
+    eng.push(body, {}, {a});
+    eng.push(body, {a}, {b});
+    eng.push(body, {}, {a});  // write-after-read
+    eng.waitall();
+    CHECK(max_running.load() == 1);
+    CHECK(ms_since(t0) >= 159);
+  }
+}
+
+TEST_CASE("push returns at once; the naive engine runs ops inline", "[engine]") {
+  Engine threaded(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = threaded.new_var();
+  std::atomic<bool> ran{false};
+  auto t0 = clk::now();
+  threaded.push([&] { sleep_ms(100); ran = true; }, {}, {v});
+  CHECK(ms_since(t0) < 50);
+  CHECK_FALSE(ran.load());
+  threaded.wait_to_read(v);
+  CHECK(ran.load());
+
+  Engine naive(EngineOptions{EngineKind::kNaive});
+  Var w = naive.new_var();
+  bool ran2 = false;
+  naive.push([&] { ran2 = true; }, {}, {w});
+  CHECK(ran2);
+  CHECK(naive.kind() == EngineKind::kNaive);
+}
+
+TEST_CASE("an op's error surfaces at the wait and at waitall; dependents are skipped",
+          "[engine][errors]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    Engine eng(EngineOptions{kind, 2});
+    Var bad = eng.new_var(), dep = eng.new_var(), dep2 = eng.new_var(), other = eng.new_var();
+    std::atomic<int> dependents_ran{0}, independent_ran{0};
+    eng.push([] { throw std::runtime_error("kernel exploded"); }, {}, {bad},
+             PushOptions{Device{}, 0, "exploding_op"});
+    eng.push([&] { ++dependents_ran; }, {bad}, {dep}, PushOptions{Device{}, 0, "dependent"});
+    eng.push([&] { ++dependents_ran; }, {dep}, {dep2});
+    eng.push([&] { ++independent_ran; }, {}, {other});
+
+    // The error, named after the failing op, reaches a wait on anything downstream.
+    CHECK_THROWS_WITH(eng.wait_to_read(dep2),
+                      Catch::Contains("exploding_op") && Catch::Contains("kernel exploded") &&
+                          Catch::Contains("cpu(0)"));
+    eng.wait_to_read(other);
+    CHECK(independent_ran == 1);
+    CHECK(dependents_ran == 0);
+    // Rethrown once per variable.
+    CHECK_NOTHROW(eng.wait_to_read(dep2));
+    CHECK_THROWS_WITH(eng.wait_to_read(bad), Catch::Contains("kernel exploded"));
+    CHECK_NOTHROW(eng.wait_to_read(bad));
+
+    // waitall reports a failure nobody waited for, once.
+    Var bad2 = eng.new_var();
+    eng.push([] { throw 42; }, {}, {bad2}, PushOptions{Device{}, 0, "throws_int"});
+    CHECK_THROWS_WITH(eng.waitall(),
+                      Catch::Contains("throws_int") && Catch::Contains("unknown exception"));
+    CHECK_NOTHROW(eng.waitall());
+
+    // dep was poisoned too and nobody has waited on it yet: its error is still there.
+    CHECK_THROWS_WITH(eng.wait_to_read(dep), Catch::Contains("kernel exploded"));
+
+    // The engine keeps working, also on the variables that failed once their error was taken.
+    int x = 0;
+    eng.push([&] { x = 7; }, {}, {bad});
+    eng.push([&] { x += 1; }, {bad}, {dep});
+    eng.wait_to_read(dep);
+    CHECK(x == 8);
+    const EngineStats s = eng.stats();
+    CHECK(s.pending == 0);
+    CHECK(s.pushed == s.finished);
+  }
+}
+
+TEST_CASE("a failed op does not deadlock waiters or deletions queued behind it", "[engine][errors]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = eng.new_var();
+  bool deleted = false;
+  eng.push([] { sleep_ms(20); throw std::runtime_error("late failure"); }, {}, {v});
+  std::thread waiter([&] { CHECK_THROWS(eng.wait_to_read(v)); });
+  waiter.join();
+  eng.push([] { throw std::runtime_error("again"); }, {}, {v});
+  eng.delete_var(v, [&] { deleted = true; });
+  CHECK_THROWS_WITH(eng.waitall(), Catch::Contains("again"));
+  CHECK(deleted);
+}
+
+TEST_CASE("bad calls throw at the call, naming the op, and queue nothing", "[engine][errors]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Engine other(EngineOptions{EngineKind::kThreaded, 1});
+  Var a = eng.new_var(), b = eng.new_var(), foreign = other.new_var(), gone = eng.new_var();
+  eng.delete_var(gone);
+  eng.waitall();
+  const std::uint64_t pushed = eng.stats().pushed;
+  bool ran = false;
+  auto fn = [&] { ran = true; };
+
+  CHECK_THROWS_WITH(eng.push(fn, {a}, {a}, PushOptions{Device{}, 0, "inplace"}),
+                    Catch::Contains("inplace") && Catch::Contains("both read and written"));
+  CHECK_THROWS_WITH(eng.push(fn, {Var()}, {b}, PushOptions{Device{}, 0, "nullop"}),
+                    Catch::Contains("nullop") && Catch::Contains("null"));
+  CHECK_THROWS_WITH(eng.push(fn, {gone}, {b}, PushOptions{Device{}, 0, "afterdelete"}),
+                    Catch::Contains("afterdelete") && Catch::Contains("deleted"));
+  CHECK_THROWS_WITH(eng.push(fn, {foreign}, {b}), Catch::Contains("another engine"));
+  CHECK_THROWS_WITH(eng.push(fn, {a}, {b}, PushOptions{Device::gpu(0), 0, "on_gpu"}),
+                    Catch::Contains("on_gpu") && Catch::Contains("gpu(0)"));
+  CHECK_THROWS_WITH(eng.push(fn, {a}, {b}, PushOptions{Device{DeviceKind::kCPU, 3}, 0, "cpu3"}),
+                    Catch::Contains("cpu3") && Catch::Contains("cpu(3)"));
+  CHECK_THROWS_WITH(eng.wait_to_read(gone), Catch::Contains("wait_to_read") &&
+                                                Catch::Contains("deleted"));
+  CHECK_THROWS_WITH(eng.delete_var(gone), Catch::Contains("delete_var"));
+  CHECK_THROWS(eng.wait_to_read(Var()));
+
+  eng.waitall();
+  CHECK_FALSE(ran);
+  CHECK(eng.stats().pushed == pushed);
+  // The variables named in the failed calls still work.
+  eng.push(fn, {a}, {b});
+  eng.wait_to_read(b);
+  CHECK(ran);
+}
+
+TEST_CASE("waits from inside an op are refused, not deadlocked", "[engine][errors]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = eng.new_var(), w = eng.new_var();
+  eng.push([&] { eng.waitall(); }, {}, {v}, PushOptions{Device{}, 0, "nested_wait"});
+  CHECK_THROWS_WITH(eng.wait_to_read(v),
+                    Catch::Contains("nested_wait") && Catch::Contains("inside an op"));
+  // Pushing from inside an op is fine.
+  std::atomic<int> x{0};
+  eng.push([&] { eng.push([&] { x = 5; }, {}, {w}); }, {}, {v});
+  eng.waitall();
+  CHECK(x == 5);
+}
+
+TEST_CASE("deletion is deferred until every earlier use has finished", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = eng.new_var(), r = eng.new_var();
+  std::atomic<bool> deleted{false}, used{false};
+  Gate gate;
+  eng.push([&] { gate.wait(); used = true; }, {v}, {r});
+  const std::uint64_t live_before = eng.stats().live_vars;
+  eng.delete_var(v, [&] { deleted = used.load(); });
+  CHECK(v.deleted());
+  sleep_ms(20);
+  CHECK_FALSE(deleted.load());
+  gate.open = true;
+  eng.waitall();
+  CHECK(deleted.load());
+  v = Var();
+  CHECK(eng.stats().live_vars == live_before - 1);
+}
+
+TEST_CASE("backpressure: pending work never exceeds the bound", "[engine][backpressure]") {
+  for (int workers : {1, 2, 4}) {
+    Engine eng(EngineOptions{EngineKind::kThreaded, workers});
+    const std::size_t kOps = 8, kBytes = 4000;
+    eng.set_max_inflight(kOps, 0);
+    CHECK(eng.max_inflight_ops() == kOps);
+    std::vector<Var> vars;
+    for (int i = 0; i < 32; ++i) vars.push_back(eng.new_var());
+    std::atomic<std::uint64_t> max_seen{0};
+    auto observe = [&](std::uint64_t x) {
+      std::uint64_t m = max_seen.load();
+      while (x > m && !max_seen.compare_exchange_weak(m, x)) {
+      }
+    };
+    const int n = static_cast<int>(asyncnd_test::scaled(2000, 200));
+    for (int i = 0; i < n; ++i) {
+      eng.push([] { std::this_thread::sleep_for(std::chrono::microseconds(20)); }, {},
+               {vars[static_cast<std::size_t>(i % 32)]});
+      observe(eng.stats().pending);
+    }
+    eng.waitall();
+    INFO(workers << " workers, op bound " << kOps);
+    CHECK(max_seen.load() <= kOps);
+    CHECK(max_seen.load() >= 2);  // the bound let work queue up, it did not serialise
+
+    // The byte bound: PushOptions::bytes of pending ops.
+    eng.set_max_inflight(0, kBytes);
+    max_seen = 0;
+    for (int i = 0; i < n; ++i) {
+      eng.push([] { std::this_thread::sleep_for(std::chrono::microseconds(20)); }, {},
+               {vars[static_cast<std::size_t>(i % 32)]}, PushOptions{Device{}, 0, "alloc", 1000});
+      observe(eng.stats().inflight_bytes);
+    }
+    eng.waitall();
+    CHECK(max_seen.load() <= kBytes);
+    CHECK(max_seen.load() >= 2000);
+    // An op larger than the bound still runs when nothing else is in flight.
+    Var big = eng.new_var();
+    eng.push([] {}, {}, {big}, PushOptions{Device{}, 0, "huge", 10 * kBytes});
+    eng.wait_to_read(big);
+
+    // Without a bound, the frontend runs far ahead.
+    eng.set_max_inflight(0, 0);
+    Gate gate;
+    Var g = eng.new_var();
+    eng.push([&] { gate.wait(); }, {}, {g});
+    for (int i = 0; i < 500; ++i) eng.push([] {}, {g}, {vars[static_cast<std::size_t>(i % 32)]});
+    CHECK(eng.stats().pending == 501);
+    gate.open = true;
+    eng.waitall();
+  }
+}
+
+TEST_CASE("among ready ops, higher priority runs first", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var block = eng.new_var();
+  Gate gate;
+  eng.push([&] { gate.wait(); }, {}, {block});
+  sleep_ms(10);  // the only worker is now inside the gate
+  std::vector<int> order;
+  std::mutex mu;
+  std::vector<Var> vars;
+  for (int i = 0; i < 4; ++i) vars.push_back(eng.new_var());
+  auto rec = [&](int id) {
+    return [&, id] {
+      std::lock_guard<std::mutex> lk(mu);
+      order.push_back(id);
+    };
+  };
+  eng.push(rec(0), {}, {vars[0]});
+  eng.push(rec(1), {}, {vars[1]});
+  eng.push(rec(2), {}, {vars[2]}, PushOptions{Device{}, 5, "urgent"});
+  eng.push(rec(3), {}, {vars[3]}, PushOptions{Device{}, 1, "soon"});
+  gate.open = true;
+  eng.waitall();
+  REQUIRE(order == std::vector<int>{2, 3, 0, 1});
+}
+
+TEST_CASE("profiler records every op as Chrome trace JSON", "[engine][profiler]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    Engine eng(EngineOptions{kind, 2});
+    Var x = eng.new_var(), y = eng.new_var(), z = eng.new_var();
+    eng.push([] {}, {}, {x});  // not recorded: before start
+    eng.start_profiling();
+    CHECK(eng.profiling());
+    eng.push([] { sleep_ms(2); }, {x}, {y}, PushOptions{Device{}, 0, "mul"});
+    eng.push([] {}, {y}, {z}, PushOptions{Device{}, 0, "add \"2\""});
+    eng.waitall();
+    const std::string json = eng.stop_profiling();
+    CHECK_FALSE(eng.profiling());
+    const auto events = eng.profile_events();
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].name == "mul");
+    CHECK(events[0].reads == std::vector<std::uint64_t>{x.id()});
+    CHECK(events[0].writes == std::vector<std::uint64_t>{y.id()});
+    CHECK(events[0].end_us - events[0].start_us >= 1500);
+    CHECK(events[1].start_us >= events[0].end_us);
+    CHECK(json.find("\"traceEvents\"") != std::string::npos);
+    CHECK(json.find("\"ph\":\"X\"") != std::string::npos);
+    CHECK(json.find("add \\\"2\\\"") != std::string::npos);
+    if (kind == EngineKind::kThreaded) {
+      CHECK(events[0].worker >= 0);
+      CHECK(json.find("worker ") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("stats count ops and bytes per device", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  const EngineStats s0 = eng.stats();
+  eng.note_alloc(Device::cpu(), 1000);
+  eng.note_alloc(Device::cpu(), 500);
+  eng.note_free(Device::cpu(), 1000);
+  Var v = eng.new_var();
+  for (int i = 0; i < 10; ++i) eng.push([] {}, {}, {v});
+  eng.waitall();
+  const EngineStats s = eng.stats();
+  CHECK(s.pushed == s0.pushed + 10);
+  CHECK(s.finished == s0.finished + 10);
+  CHECK(s.pending == 0);
+  REQUIRE_FALSE(s.devices.empty());
+  CHECK(s.devices[0].device == Device::cpu());
+  CHECK(s.devices[0].bytes_in_use == 500);
+  CHECK(s.devices[0].bytes_peak == 1500);
+  eng.reset_peak_bytes();
+  CHECK(eng.stats().bytes_peak == 500);
+  eng.note_free(Device::cpu(), 500);
+}
+
+TEST_CASE("parallel_for covers the range once, from ops and from outside", "[engine]") {
+  for (int workers : {1, 2, 4}) {
+    Engine eng(EngineOptions{EngineKind::kThreaded, workers});
+    for (std::int64_t n : {0, 1, 7, 1000, 100003}) {
+      std::vector<int> hits(static_cast<std::size_t>(n), 0);
+      auto body = [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      };
+      eng.parallel_for(n, 100, body);
+      Var v = eng.new_var();
+      eng.push([&] { eng.parallel_for(n, 64, body); }, {}, {v});
+      eng.wait_to_read(v);
+      for (int h : hits) REQUIRE(h == 2);
+    }
+  }
+}
+
+TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE and ASYNCND_CPU_WORKERS", "[engine]") {
+  ::setenv("ASYNCND_ENGINE", "naive", 1);
+  ::setenv("ASYNCND_CPU_WORKERS", "3", 1);
+  EngineOptions o = EngineOptions::from_env();
+  CHECK(o.kind == EngineKind::kNaive);
+  CHECK(o.cpu_workers == 3);
+  CHECK(o.max_inflight_ops == kDefaultMaxInflightOps);
+  ::setenv("ASYNCND_ENGINE", "turbo", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("turbo"));
+  ::unsetenv("ASYNCND_ENGINE");
+  ::setenv("ASYNCND_CPU_WORKERS", "many", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("many"));
+  ::unsetenv("ASYNCND_CPU_WORKERS");
+}

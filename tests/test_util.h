@@ -1,0 +1,38 @@
+// Helpers shared by the Catch2 tests: seeds and the workload scale, both from the environment.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+namespace asyncnd_test {
+
+// ASYNCND_TEST_SEED reproduces a seeded test; otherwise a fixed default, printed either way.
+inline std::uint64_t test_seed(const char* test_name, std::uint64_t fallback = 20261122) {
+  std::uint64_t seed = fallback;
+  if (const char* s = std::getenv("ASYNCND_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
+  std::cout << "[seed] " << test_name << ": ASYNCND_TEST_SEED=" << seed << "\n";
+  return seed;
+}
+
+// ASYNCND_TEST_SCALE shrinks workloads (the sanitizer builds run at 0.1).
+inline double test_scale() {
+  if (const char* s = std::getenv("ASYNCND_TEST_SCALE")) {
+    double v = std::atof(s);
+    if (v > 0) return v;
+  }
+  return 1.0;
+}
+
+inline std::int64_t scaled(std::int64_t n, std::int64_t at_least = 1) {
+  auto v = static_cast<std::int64_t>(static_cast<double>(n) * test_scale());
+  return v < at_least ? at_least : v;
+}
+
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace asyncnd_test
