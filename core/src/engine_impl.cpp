@@ -239,7 +239,6 @@ void EngineImpl::push(std::function<void()> fn, Var* reads, std::size_t nreads, 
   }
   if (opts.priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
 
-  pushed_normal_.fetch_add(1, std::memory_order_relaxed);
   pushed_all_.fetch_add(1, std::memory_order_seq_cst);
   if (opts.bytes) inflight_bytes_.fetch_add(static_cast<std::int64_t>(opts.bytes));
   enqueue_accesses(op);
@@ -393,8 +392,8 @@ void EngineImpl::finish(OprBlock* op) {
   // Count the op as finished before its variables grant the next ops: whoever those grants wake
   // (a wait_to_read, say) then sees stats that include it.
   if (op->bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(op->bytes));
-  if (op->kind == OpKind::kNormal) finished_normal_.fetch_add(1, std::memory_order_relaxed);
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
+  if (op->kind == OpKind::kDelete) finished_deletes_.fetch_add(1, std::memory_order_seq_cst);
   if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(done_mu_);
     done_cv_.notify_all();
@@ -527,6 +526,7 @@ void EngineImpl::delete_var(Var var, std::function<void()> on_delete) {
   op->nwrites = 1;
   op->acc[0] = Access{op, v, nullptr, true};
   pushed_all_.fetch_add(1, std::memory_order_seq_cst);
+  pushed_deletes_.fetch_add(1, std::memory_order_seq_cst);
   enqueue_accesses(op);
 }
 
@@ -547,7 +547,6 @@ void EngineImpl::run_delete(OprBlock* op) {
 
 void EngineImpl::run_naive(OprBlock* op) {
   std::lock_guard<std::recursive_mutex> lk(naive_mu_);
-  pushed_normal_.fetch_add(1, std::memory_order_relaxed);
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) {
     op->profiled = true;
@@ -559,7 +558,6 @@ void EngineImpl::run_naive(OprBlock* op) {
   }
   execute(op, -1);
   free_op(op);
-  finished_normal_.fetch_add(1, std::memory_order_relaxed);
   finished_all_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -615,9 +613,13 @@ void EngineImpl::set_max_inflight(std::size_t ops, std::size_t bytes) {
 
 EngineStats EngineImpl::stats() const {
   EngineStats s;
-  s.finished = finished_normal_.load();
-  s.pushed = pushed_normal_.load();
+  // Deletions are rare: they have counters of their own, subtracted here, so that an ordinary op
+  // touches one counter on each side. Each total is bumped before its deletions' counter and read
+  // after it, so the differences never go negative.
+  const std::uint64_t fin_del = finished_deletes_.load(), push_del = pushed_deletes_.load();
   const std::uint64_t fin_all = finished_all_.load(), pushed_all = pushed_all_.load();
+  s.finished = fin_all - fin_del;
+  s.pushed = pushed_all - push_del;
   s.pending = pushed_all > fin_all ? pushed_all - fin_all : 0;
   s.inflight_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, inflight_bytes_.load()));
   s.live_vars = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g_live_vars.load()));

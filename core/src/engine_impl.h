@@ -239,9 +239,9 @@ class EngineImpl {
 
   // Counters on separate cache lines: pushers write the first, workers the second.
   alignas(64) std::atomic<std::uint64_t> pushed_all_{0};  // normal + delete ops
-  std::atomic<std::uint64_t> pushed_normal_{0};
+  std::atomic<std::uint64_t> pushed_deletes_{0};
   alignas(64) std::atomic<std::uint64_t> finished_all_{0};
-  std::atomic<std::uint64_t> finished_normal_{0};
+  std::atomic<std::uint64_t> finished_deletes_{0};
   alignas(64) std::atomic<std::int64_t> inflight_bytes_{0};
   std::atomic<std::uint64_t> seen_finished_{0};  // a lower bound of finished_all_, for push
   std::atomic<std::size_t> max_ops_{0}, max_bytes_{0};

@@ -24,14 +24,13 @@ NDArray filled(const char* op, Shape shape, float value, Device device) {
   const std::int64_t n = out.size();
   if (n == 0) return out;
   float* p = detail::data_of(out);
-  detail::push_op(
-      op,
-      [p, n, value] {
-        detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-          kernels::fill(p, b, e, value);
-        });
-      },
-      out, {});
+  detail::push_op(op,
+                  [p, n, value] {
+                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
+                      kernels::fill(p, b, e, value);
+                    });
+                  },
+                  out, {});
   return out;
 }
 
@@ -49,7 +48,9 @@ NDArray empty(Shape shape, Device device) {
   return detail::new_array("empty", std::move(shape), device);
 }
 
-NDArray zeros(Shape shape, Device device) { return filled("zeros", std::move(shape), 0.0f, device); }
+NDArray zeros(Shape shape, Device device) {
+  return filled("zeros", std::move(shape), 0.0f, device);
+}
 
 NDArray ones(Shape shape, Device device) { return filled("ones", std::move(shape), 1.0f, device); }
 
@@ -71,15 +72,14 @@ NDArray arange(float start, float stop, float step, Device device) {
   if (n == 0) return out;
   float* p = detail::data_of(out);
   const double s0 = start, st = step;
-  detail::push_op(
-      kOp,
-      [p, n, s0, st] {
-        detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-          for (std::int64_t i = b; i < e; ++i)
-            p[i] = static_cast<float>(s0 + static_cast<double>(i) * st);
-        });
-      },
-      out, {});
+  detail::push_op(kOp,
+                  [p, n, s0, st] {
+                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
+                      for (std::int64_t i = b; i < e; ++i)
+                        p[i] = static_cast<float>(s0 + static_cast<double>(i) * st);
+                    });
+                  },
+                  out, {});
   return out;
 }
 
@@ -98,15 +98,14 @@ NDArray from_vector(std::vector<float> values, Shape shape, Device device) {
   // The op owns the values until it has copied them; shared_ptr keeps the lambda cheap to copy
   // (std::function requires a copyable target).
   auto src = std::make_shared<std::vector<float>>(std::move(values));
-  detail::push_op(
-      kOp,
-      [p, n, src] {
-        const float* s = src->data();
-        detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-          std::memcpy(p + b, s + b, static_cast<std::size_t>(e - b) * sizeof(float));
-        });
-      },
-      out, {});
+  detail::push_op(kOp,
+                  [p, n, src] {
+                    const float* s = src->data();
+                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
+                      std::memcpy(p + b, s + b, static_cast<std::size_t>(e - b) * sizeof(float));
+                    });
+                  },
+                  out, {});
   return out;
 }
 
@@ -115,21 +114,21 @@ NDArray copy_to(const NDArray& a, Device device) {
   detail::check_defined(kOp, a);
   detail::backend_for(device, kOp);  // "copy_to: no device gpu(0): ..." before anything else
   if (!a.device().is_cpu() || !device.is_cpu())
-    throw Error(std::string(kOp) + ": copies between " + a.device().str() + " and " +
-                device.str() + " are not supported in this build");
+    throw Error(std::string(kOp) + ": copies between " + a.device().str() + " and " + device.str() +
+                " are not supported in this build");
   NDArray out = detail::new_array(kOp, a.shape(), device);
   const std::int64_t n = out.size();
   if (n == 0) return out;
   const float* src = detail::data_of(a);
   float* dst = detail::data_of(out);
-  detail::push_op(
-      kOp,
-      [src, dst, n] {
-        detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-          std::memcpy(dst + b, src + b, static_cast<std::size_t>(e - b) * sizeof(float));
-        });
-      },
-      out, {&a});
+  detail::push_op(kOp,
+                  [src, dst, n] {
+                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
+                      std::memcpy(dst + b, src + b,
+                                  static_cast<std::size_t>(e - b) * sizeof(float));
+                    });
+                  },
+                  out, {&a});
   return out;
 }
 

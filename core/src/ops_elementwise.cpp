@@ -20,8 +20,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const std::int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
     const std::int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1)
-      throw Error(std::string(op) + ": cannot broadcast " + shape_str(a) + " with " +
-                  shape_str(b));
+      throw Error(std::string(op) + ": cannot broadcast " + shape_str(a) + " with " + shape_str(b));
     out[n - 1 - i] = da == 1 ? db : da;
   }
   return out;
@@ -99,9 +98,8 @@ void queue_binary(const char* op, const NDArray& a, const NDArray& b, const NDAr
         op,
         [=] {
           const k::BindRight<F> g{f, pb[0]};
-          detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
-            k::unary_contig(pa, po, s, e, g);
-          });
+          detail::parallel(
+              n, grain, [=](std::int64_t s, std::int64_t e) { k::unary_contig(pa, po, s, e, g); });
         },
         out, {&a, &b}, !inplace);
   } else {  // a is a single element
@@ -109,9 +107,8 @@ void queue_binary(const char* op, const NDArray& a, const NDArray& b, const NDAr
         op,
         [=] {
           const k::BindLeft<F> g{f, pa[0]};
-          detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
-            k::unary_contig(pb, po, s, e, g);
-          });
+          detail::parallel(
+              n, grain, [=](std::int64_t s, std::int64_t e) { k::unary_contig(pb, po, s, e, g); });
         },
         out, {&a, &b}, !inplace);
   }
@@ -139,14 +136,13 @@ NDArray unary(const char* op, const NDArray& a, F f, std::int64_t grain = kGrain
   if (n == 0) return out;
   const float* pa = detail::data_of(a);
   float* po = detail::data_of(out);
-  detail::push_op(
-      op,
-      [=] {
-        detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
-          k::unary_contig(pa, po, s, e, f);
-        });
-      },
-      out, {&a});
+  detail::push_op(op,
+                  [=] {
+                    detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
+                      k::unary_contig(pa, po, s, e, f);
+                    });
+                  },
+                  out, {&a});
   return out;
 }
 
@@ -175,16 +171,14 @@ void inplace_scalar(const char* op, NDArray& target, float v, F f) {
   detail::push_op(
       op,
       [=] {
-        detail::parallel(n, kGrain, [=](std::int64_t s, std::int64_t e) {
-          k::unary_contig(p, p, s, e, g);
-        });
+        detail::parallel(n, kGrain,
+                         [=](std::int64_t s, std::int64_t e) { k::unary_contig(p, p, s, e, g); });
       },
       target, {}, false);
 }
 
 template <class F>
-NDArray bind_right(const char* op, const NDArray& a, float v, F f,
-                   std::int64_t grain = kGrain) {
+NDArray bind_right(const char* op, const NDArray& a, float v, F f, std::int64_t grain = kGrain) {
   return unary(op, a, k::BindRight<F>{f, v}, grain);
 }
 template <class F>
@@ -233,20 +227,44 @@ NDArray operator+(const NDArray& a, float b) { return nd::add(a, b); }
 NDArray operator-(const NDArray& a, float b) { return nd::sub(a, b); }
 NDArray operator*(const NDArray& a, float b) { return nd::mul(a, b); }
 NDArray operator/(const NDArray& a, float b) { return nd::div(a, b); }
-// s + x and s * x equal x + s and x * s bit for bit; s - x and s / x need their own order.
+// The scalar on the left: BindLeft keeps the expression's operand order (s - x, s / x).
 NDArray operator+(float a, const NDArray& b) { return bind_left("add", a, b, k::AddOp{}); }
 NDArray operator-(float a, const NDArray& b) { return bind_left("sub", a, b, k::SubOp{}); }
 NDArray operator*(float a, const NDArray& b) { return bind_left("mul", a, b, k::MulOp{}); }
 NDArray operator/(float a, const NDArray& b) { return bind_left("div", a, b, k::DivOp{}); }
 NDArray operator-(const NDArray& a) { return nd::neg(a); }
 
-NDArray& NDArray::operator+=(const NDArray& o) { return inplace("+=", *this, o, k::AddOp{}), *this; }
-NDArray& NDArray::operator-=(const NDArray& o) { return inplace("-=", *this, o, k::SubOp{}), *this; }
-NDArray& NDArray::operator*=(const NDArray& o) { return inplace("*=", *this, o, k::MulOp{}), *this; }
-NDArray& NDArray::operator/=(const NDArray& o) { return inplace("/=", *this, o, k::DivOp{}), *this; }
-NDArray& NDArray::operator+=(float v) { return inplace_scalar("+=", *this, v, k::AddOp{}), *this; }
-NDArray& NDArray::operator-=(float v) { return inplace_scalar("-=", *this, v, k::SubOp{}), *this; }
-NDArray& NDArray::operator*=(float v) { return inplace_scalar("*=", *this, v, k::MulOp{}), *this; }
-NDArray& NDArray::operator/=(float v) { return inplace_scalar("/=", *this, v, k::DivOp{}), *this; }
+NDArray& NDArray::operator+=(const NDArray& o) {
+  inplace("+=", *this, o, k::AddOp{});
+  return *this;
+}
+NDArray& NDArray::operator-=(const NDArray& o) {
+  inplace("-=", *this, o, k::SubOp{});
+  return *this;
+}
+NDArray& NDArray::operator*=(const NDArray& o) {
+  inplace("*=", *this, o, k::MulOp{});
+  return *this;
+}
+NDArray& NDArray::operator/=(const NDArray& o) {
+  inplace("/=", *this, o, k::DivOp{});
+  return *this;
+}
+NDArray& NDArray::operator+=(float v) {
+  inplace_scalar("+=", *this, v, k::AddOp{});
+  return *this;
+}
+NDArray& NDArray::operator-=(float v) {
+  inplace_scalar("-=", *this, v, k::SubOp{});
+  return *this;
+}
+NDArray& NDArray::operator*=(float v) {
+  inplace_scalar("*=", *this, v, k::MulOp{});
+  return *this;
+}
+NDArray& NDArray::operator/=(float v) {
+  inplace_scalar("/=", *this, v, k::DivOp{});
+  return *this;
+}
 
 }  // namespace asyncnd

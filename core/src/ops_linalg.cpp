@@ -32,9 +32,9 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b) {
   const float* pb = detail::data_of(b);
   float* pc = detail::data_of(out);
   // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
-  detail::push_op(
-      op, [=] { backend->sgemm(false, false, m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n); }, out,
-      {&a, &b});
+  detail::push_op(op,
+                  [=] { backend->sgemm(false, false, m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n); },
+                  out, {&a, &b});
   return out;
 }
 
@@ -71,33 +71,31 @@ NDArray transpose(const NDArray& a) {
   float* po = detail::data_of(out);
   if (nd == 2) {
     const std::int64_t rows = in[0], cols = in[1];
-    const std::int64_t grain = cols >= detail::kGrain ? 1 : detail::kGrain / cols;
-    detail::push_op(
-        kOp,
-        [=] {
-          detail::parallel(rows, grain, [=](std::int64_t r0, std::int64_t r1) {
-            kernels::transpose2d(pa, po, rows, cols, r0, r1);
-          });
-        },
-        out, {&a});
+    // Split by output rows (input columns), each holding `rows` elements.
+    const std::int64_t grain = rows >= detail::kGrain ? 1 : detail::kGrain / rows;
+    detail::push_op(kOp,
+                    [=] {
+                      detail::parallel(cols, grain, [=](std::int64_t c0, std::int64_t c1) {
+                        kernels::transpose2d(pa, po, rows, cols, c0, c1);
+                      });
+                    },
+                    out, {&a});
   } else if (nd < 2) {
-    detail::push_op(
-        kOp,
-        [=] {
-          detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
-            kernels::unary_contig(pa, po, s, e, kernels::CopyOp{});
-          });
-        },
-        out, {&a});
+    detail::push_op(kOp,
+                    [=] {
+                      detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
+                        kernels::unary_contig(pa, po, s, e, kernels::CopyOp{});
+                      });
+                    },
+                    out, {&a});
   } else {
-    detail::push_op(
-        kOp,
-        [=] {
-          detail::parallel(n, detail::kGrain, [&](std::int64_t s, std::int64_t e) {
-            kernels::unary_strided(*plan, pa, po, s, e, kernels::CopyOp{});
-          });
-        },
-        out, {&a});
+    detail::push_op(kOp,
+                    [=] {
+                      detail::parallel(n, detail::kGrain, [&](std::int64_t s, std::int64_t e) {
+                        kernels::unary_strided(*plan, pa, po, s, e, kernels::CopyOp{});
+                      });
+                    },
+                    out, {&a});
   }
   return out;
 }

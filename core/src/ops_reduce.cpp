@@ -116,8 +116,8 @@ NDArray reduce(const char* op, Kind kind, const NDArray& a, bool all, int axis, 
       }
     }
     if (kind == Kind::kMax && g.n == 0)
-      throw Error(std::string(op) + ": cannot reduce over the empty axis " +
-                  std::to_string(axis) + " of " + shape_str(in) + " (no identity for max)");
+      throw Error(std::string(op) + ": cannot reduce over the empty axis " + std::to_string(axis) +
+                  " of " + shape_str(in) + " (no identity for max)");
   } else if (kind == Kind::kMax && g.n == 0) {
     throw Error(std::string(op) + ": cannot reduce the empty array " + shape_str(in) +
                 " (no identity for max)");

@@ -78,7 +78,7 @@ std::string num(float v) {
 }
 
 NDArray make_random(const char* op, kernels::Dist dist, Shape shape, float a, float b,
-               Device device) {
+                    Device device) {
   const std::uint64_t key = g_seed.load(std::memory_order_relaxed);
   NDArray out = detail::new_array(op, std::move(shape), device);
   // Taken only once the call is valid: a failed call does not shift later streams.
@@ -86,14 +86,13 @@ NDArray make_random(const char* op, kernels::Dist dist, Shape shape, float a, fl
   const std::int64_t n = out.size();
   if (n == 0) return out;
   float* p = detail::data_of(out);
-  detail::push_op(
-      op,
-      [=] {
-        detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
-          fill_range(key, stream, dist, a, b, p, s, e);
-        });
-      },
-      out, {});
+  detail::push_op(op,
+                  [=] {
+                    detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
+                      fill_range(key, stream, dist, a, b, p, s, e);
+                    });
+                  },
+                  out, {});
   return out;
 }
 

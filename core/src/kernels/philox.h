@@ -139,11 +139,9 @@ constexpr int kPhiloxBatch = 64;
 
 // out[0 .. 4*nb) = the 4*nb values of blocks [block, block + nb) of `stream` (nb <= kPhiloxBatch):
 // uniform: a + b*u in [a, a+b), clamped below a+b; normal: a + b*z.
-ASYNCND_BATCH_INLINE void philox_batch(std::uint64_t key, std::uint64_t stream,
-                                       std::uint64_t block, int nb, Dist dist, float a, float b,
-                                       float* out) {
-  alignas(64) std::uint32_t c0[kPhiloxBatch], c1[kPhiloxBatch], c2[kPhiloxBatch],
-      c3[kPhiloxBatch];
+ASYNCND_BATCH_INLINE void philox_batch(std::uint64_t key, std::uint64_t stream, std::uint64_t block,
+                                       int nb, Dist dist, float a, float b, float* out) {
+  alignas(64) std::uint32_t c0[kPhiloxBatch], c1[kPhiloxBatch], c2[kPhiloxBatch], c3[kPhiloxBatch];
   const std::uint32_t s0 = static_cast<std::uint32_t>(stream);
   const std::uint32_t s1 = static_cast<std::uint32_t>(stream >> 32);
   for (int j = 0; j < kPhiloxBatch; ++j) {
@@ -208,9 +206,8 @@ ASYNCND_BATCH_INLINE void philox_batch(std::uint64_t key, std::uint64_t stream,
 
 // Fills out[begin, end) with elements [begin, end) of the stream: element i is word i % 4 of
 // block i / 4. Whole batches are written in place; ragged edges go through a small buffer.
-ASYNCND_BATCH_INLINE void philox_fill(std::uint64_t key, std::uint64_t stream, Dist dist,
-                                      float a, float b, float* out, std::int64_t begin,
-                                      std::int64_t end) {
+ASYNCND_BATCH_INLINE void philox_fill(std::uint64_t key, std::uint64_t stream, Dist dist, float a,
+                                      float b, float* out, std::int64_t begin, std::int64_t end) {
   alignas(64) float tmp[4 * kPhiloxBatch];
   std::int64_t i = begin;
   while (i < end) {

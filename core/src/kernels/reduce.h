@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "kernels/functors.h"
 
@@ -33,7 +32,8 @@ struct SumSqAcc {
 // NaN wins, as in NumPy: once acc is NaN neither condition replaces it.
 struct MaxAcc {
   using T = float;
-  static ASYNCND_HD T init() { return -std::numeric_limits<float>::infinity(); }
+  // HUGE_VALF rather than numeric_limits: usable in CUDA device code without relaxed constexpr.
+  static ASYNCND_HD T init() { return -HUGE_VALF; }
   static ASYNCND_HD T step(T acc, float x) { return (x > acc || x != x) ? x : acc; }
   static ASYNCND_HD T merge(T a, T b) { return step(a, b); }
 };

@@ -1,0 +1,438 @@
+// bench_native: the engine's costs and the chapter's experiments, measured natively.
+//
+// Usage: build/bench_native [out.json]   (default bench/results/native.json, relative to the
+// current directory; `make bench` runs it from the repository root). Writes a flat JSON object of
+// named figures plus a `machine` object, and prints a table. bench/README.md says what each
+// figure means. Every figure is the median of several repeats: these machines are noisy.
+#include <asyncnd/asyncnd.h>
+#include <cblas.h>
+
+// The engine's BLAS policy (core name, threads per call). The bench target has native/ on its
+// include path; without it (a stand-alone build) OpenBLAS's own getters stand in.
+#if __has_include("cpu/cpu_backend.h")
+#include "cpu/cpu_backend.h"
+#define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+using namespace asyncnd;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+struct Figure {
+  std::string key;
+  double value;
+  std::string what;
+};
+std::vector<Figure> g_figures;
+
+void record(const std::string& key, double value, const std::string& what) {
+  g_figures.push_back({key, value, what});
+  std::printf("  %-32s %14.4f   %s\n", key.c_str(), value, what.c_str());
+  std::fflush(stdout);
+}
+
+void heading(const char* title) { std::printf("\n%s\n", title); }
+
+// ---- engine overhead ---------------------------------------------------------------------
+
+enum class Pattern {
+  kPool,    // op i reads reads[i % kPool], writes writes[i % kPool]: many independent ops
+  kChain,   // every op writes writes[0]: each waits for the previous one
+  kVector,  // as kPool, through the std::vector<Var> overload of push (two allocations per op)
+};
+
+// Empty ops through the public push, each reading one and writing one variable of a pool, so up
+// to kPool consecutive ops are independent and many are in flight at once. Returns {per-op time
+// including the final waitall, per-op time of the push calls alone}, each in ns.
+std::pair<double, double> empty_ops(int n, Pattern pattern) {
+  Engine& eng = engine();
+  constexpr int kPool = 256;  // power of two: index with a mask
+  std::vector<Var> reads, writes;
+  for (int i = 0; i < kPool; ++i) {
+    reads.push_back(eng.new_var());
+    writes.push_back(eng.new_var());
+  }
+  auto t0 = Clock::now();
+  if (pattern == Pattern::kVector) {
+    for (int i = 0; i < n; ++i)
+      eng.push([] {}, std::vector<Var>{reads[i & (kPool - 1)]}, std::vector<Var>{writes[i & (kPool - 1)]});
+  } else {
+    const bool chain = pattern == Pattern::kChain;
+    for (int i = 0; i < n; ++i)  // braced lists: the initializer_list overload, no allocation
+      eng.push([] {}, {reads[i & (kPool - 1)]}, {writes[chain ? 0 : (i & (kPool - 1))]});
+  }
+  double push_s = since(t0);
+  eng.waitall();
+  double all_s = since(t0);
+  for (int i = 0; i < kPool; ++i) {
+    eng.delete_var(reads[i]);
+    eng.delete_var(writes[i]);
+  }
+  eng.waitall();  // deletions are ops too: keep them out of the next repeat
+  return {all_s / n * 1e9, push_s / n * 1e9};
+}
+
+void bench_overhead() {
+  heading("engine overhead (empty ops through Engine::push, 1 read + 1 write each)");
+  const int kN = 500000, kReps = 5;
+  empty_ops(kN / 5, Pattern::kPool);  // warm-up: op pool, workers
+  std::vector<double> all, push_only, chain, vec;
+  for (int r = 0; r < kReps; ++r) {
+    auto [a, p] = empty_ops(kN, Pattern::kPool);
+    all.push_back(a);
+    push_only.push_back(p);
+    chain.push_back(empty_ops(kN / 2, Pattern::kChain).first);
+    vec.push_back(empty_ops(kN / 2, Pattern::kVector).first);
+  }
+  double ns = median(all);
+  record("push_overhead_ns", ns, "push+run of an empty op, per op, N=500k over 256 vars, incl. waitall");
+  record("ops_per_s", 1e9 / ns, "= 1e9 / push_overhead_ns");
+  record("push_only_ns", median(push_only), "the push calls alone, per op (same runs)");
+  record("push_overhead_chain_ns", median(chain), "every op writes the same var (a chain), per op");
+  record("push_overhead_vector_ns", median(vec), "as push_overhead_ns, reads/writes as std::vector<Var>");
+}
+
+void bench_wait_roundtrip() {
+  heading("wait round trip (push one empty op, wait_to_read its var)");
+  Engine& eng = engine();
+  Var v = eng.new_var();
+  const int kWarm = 2000, kN = 20000;
+  std::vector<double> us;
+  us.reserve(kN);
+  for (int i = 0; i < kWarm + kN; ++i) {
+    auto t0 = Clock::now();
+    eng.push([] {}, {}, {v});
+    eng.wait_to_read(v);
+    if (i >= kWarm) us.push_back(since(t0) * 1e6);
+  }
+  eng.delete_var(v);
+  eng.waitall();
+  record("wait_roundtrip_us", median(us), "median of 20k iterations");
+  record("wait_roundtrip_p90_us", percentile(us, 0.9), "90th percentile");
+  record("wait_roundtrip_p99_us", percentile(us, 0.99), "99th percentile (a sleeping hand-off shows here)");
+}
+
+// ---- E5 ------------------------------------------------------------------------------------
+
+void bench_e5() {
+  heading("E5: 10000 x (y = x + 1) on a [1,2] array");
+  const int kN = 10000, kReps = 5;
+  NDArray x = nd::ones({1, 2});
+  NDArray y;
+  for (int i = 0; i < 2000; ++i) y = x + 1;
+  nd::waitall();
+  std::vector<double> sync, async, push;
+  for (int r = 0; r < kReps; ++r) {  // interleaved, so drift affects both alike
+    auto t0 = Clock::now();
+    for (int i = 0; i < kN; ++i) {
+      y = x + 1;
+      y.wait_to_read();
+    }
+    sync.push_back(since(t0));
+    t0 = Clock::now();
+    for (int i = 0; i < kN; ++i) y = x + 1;
+    push.push_back(since(t0));
+    nd::waitall();
+    async.push_back(since(t0));
+  }
+  // t2 from the profiler (each add's start..end on its worker), in a separate untimed run.
+  Engine& eng = engine();
+  eng.start_profiling();
+  for (int i = 0; i < 2000; ++i) y = x + 1;
+  nd::waitall();
+  eng.stop_profiling();
+  std::vector<double> run_us;
+  for (const ProfileEvent& e : eng.profile_events())
+    if (!e.reads.empty() && !e.writes.empty()) run_us.push_back(e.end_us - e.start_us);
+
+  double sync_s = median(sync), async_s = median(async);
+  double t1 = median(push) / kN * 1e6, t2 = median(run_us);
+  double t3 = sync_s / kN * 1e6 - t1 - t2;  // the chapter's sync ~ N (t1 + t2 + t3), solved for t3
+  record("e5_sync_s", sync_s, "wait_to_read after each of the 10000 adds");
+  record("e5_async_s", async_s, "nd::waitall once at the end");
+  record("e5_speedup", sync_s / async_s, "e5_sync_s / e5_async_s");
+  record("e5_t1_us", t1, "push: the async loop's time before waitall / N");
+  record("e5_t2_us", t2, "compute: median start..end of a profiled add");
+  record("e5_t3_us", t3, "return: sync/N - t1 - t2");
+  record("e5_model_async_s", (t1 + kN * t2 + t3) * 1e-6, "chapter's model t1 + N t2 + t3 (compare e5_async_s)");
+}
+
+// ---- GEMM ----------------------------------------------------------------------------------
+
+int blas_threads_now() { return openblas_get_num_threads(); }
+
+void bench_sgemm() {
+  heading("SGEMM 1000x1000x1000: nd::dot through the engine vs cblas_sgemm directly");
+  const int n = 1000, kReps = 15;
+  const double flop = 2.0 * n * n * n;
+  NDArray a = nd::random_normal({n, n});
+  NDArray b = nd::random_normal({n, n});
+  std::vector<float> ha = a.to_vector(), hb = b.to_vector(), hc(static_cast<std::size_t>(n) * n);
+  auto direct = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, ha.data(), n, hb.data(),
+                n, 0.0f, hc.data(), n);
+  };
+  // Warm-up both paths: BLAS thread pool, packing buffers, first-touch of the output pages.
+  nd::dot(a, b).wait_to_read();
+  direct();
+  std::vector<double> eng_g, dir_g, pair_g;
+  for (int r = 0; r < kReps; ++r) {  // interleaved repeats: drift and noise hit both paths alike
+    auto t0 = Clock::now();
+    NDArray c = nd::dot(a, b);
+    c.wait_to_read();
+    eng_g.push_back(flop / since(t0) * 1e-9);
+    t0 = Clock::now();
+    direct();
+    dir_g.push_back(flop / since(t0) * 1e-9);
+    // Two independent products at once: does the engine's thread policy use the machine as well
+    // for concurrent GEMMs as for one?
+    t0 = Clock::now();
+    NDArray c1 = nd::dot(a, b), c2 = nd::dot(b, a);
+    nd::waitall();
+    pair_g.push_back(2 * flop / since(t0) * 1e-9);
+  }
+  record("sgemm1000_engine_gflops", median(eng_g), "nd::dot + wait_to_read, median of 15");
+  record("sgemm1000_direct_gflops", median(dir_g),
+         "cblas_sgemm on the main thread (" + std::to_string(blas_threads_now()) + " OpenBLAS threads), median of 15");
+  record("sgemm1000_engine_best_gflops", *std::max_element(eng_g.begin(), eng_g.end()), "best of 15");
+  record("sgemm1000_direct_best_gflops", *std::max_element(dir_g.begin(), dir_g.end()), "best of 15");
+  record("sgemm1000_pair_engine_gflops", median(pair_g), "two independent nd::dot, then waitall");
+}
+
+// ---- E1 ------------------------------------------------------------------------------------
+
+void bench_e1() {
+  heading("E1: 10 x (random_normal 1000x1000, dot)");
+  const int kReps = 5;
+  auto loop = [](bool wait_each) {
+    for (int i = 0; i < 10; ++i) {
+      NDArray a = nd::random_normal({1000, 1000});
+      if (wait_each) a.wait_to_read();
+      NDArray b = nd::dot(a, a);
+      if (wait_each) b.wait_to_read();
+    }
+  };
+  loop(false);
+  nd::waitall();
+  std::vector<double> ret, all, sync;
+  for (int r = 0; r < kReps; ++r) {
+    auto t0 = Clock::now();
+    loop(false);
+    ret.push_back(since(t0));
+    nd::waitall();
+    all.push_back(since(t0));
+    t0 = Clock::now();
+    loop(true);
+    sync.push_back(since(t0));
+  }
+  record("e1_engine_return_s", median(ret), "the loop returns (ops only queued)");
+  record("e1_engine_waitall_s", median(all), "until waitall returns (same runs)");
+  record("e1_engine_sync_s", median(sync), "wait_to_read after every op (NumPy-style, float32)");
+}
+
+// bench/ of the repository: the current directory's (`make bench` runs from the root), else the
+// source directory the build baked in.
+std::string bench_dir() {
+#ifdef ASYNCND_SOURCE_DIR
+  if (!std::filesystem::exists("bench/e1_numpy.py")) return ASYNCND_SOURCE_DIR "/bench";
+#endif
+  return "bench";
+}
+std::filesystem::path default_out() { return bench_dir() + "/results/native.json"; }
+
+// Runs the chapter's E1 in NumPy. Done first, before the engine starts, so that no engine or
+// OpenBLAS thread of ours competes with it for the two cores.
+void bench_numpy(const std::string& exe_dir) {
+  heading("E1 in NumPy (float64), /usr/bin/python3 bench/e1_numpy.py");
+  std::string script = bench_dir() + "/e1_numpy.py";
+  if (!std::filesystem::exists(script)) script = exe_dir + "/../bench/e1_numpy.py";
+  if (!std::filesystem::exists(script)) {
+    std::fprintf(stderr, "bench_native: e1_numpy.py not found; e1_numpy_s omitted\n");
+    return;
+  }
+  std::string cmd = "/usr/bin/python3 '" + script + "' 5";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[128] = {0};
+  bool got = p && std::fgets(buf, sizeof buf, p) != nullptr;
+  int status = p ? pclose(p) : -1;
+  char* end = nullptr;
+  double s = got ? std::strtod(buf, &end) : 0.0;
+  if (!got || status != 0 || end == buf || s <= 0) {
+    std::fprintf(stderr, "bench_native: NumPy run failed (is python3-numpy installed for "
+                         "/usr/bin/python3?); e1_numpy_s omitted\n");
+    return;
+  }
+  record("e1_numpy_s", s, "NumPy float64, median of 5 after a warm-up");
+}
+
+// ---- machine and output ------------------------------------------------------------------
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto c = line.find(':');
+      return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
+    }
+  return "unknown";
+}
+
+std::string blas_corename() {
+#ifdef ASYNCND_BENCH_HAVE_CPU_BACKEND
+  return detail::cpu_blas_corename();
+#else
+  return openblas_get_corename();
+#endif
+}
+int blas_threads_policy() {
+#ifdef ASYNCND_BENCH_HAVE_CPU_BACKEND
+  return detail::cpu_blas_threads();
+#else
+  return openblas_get_num_threads();
+#endif
+}
+
+std::string env_or(const char* name, const char* dflt) {
+  const char* v = std::getenv(name);
+  return v ? v : dflt;
+}
+
+// Load average: other processes on these 2-core machines halve the figures; recorded at the
+// start and the end of the run so that a noisy run can be recognised afterwards.
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+std::string g_load_start;
+
+// Percent of the machine's CPU time that was busy over `seconds`, from /proc/stat, taken before
+// the run starts: anything well above 0 is another process that will skew the figures.
+double busy_percent(double seconds) {
+  auto sample = [](unsigned long long& total, unsigned long long& idle) {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    unsigned long long v[8] = {0};
+    in >> cpu;
+    for (auto& x : v) in >> x;
+    total = 0;
+    for (auto x : v) total += x;
+    idle = v[3] + v[4];  // idle + iowait
+  };
+  unsigned long long t0, i0, t1, i1;
+  sample(t0, i0);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  sample(t1, i1);
+  return t1 > t0 ? 100.0 * (1.0 - double(i1 - i0) / double(t1 - t0)) : 0.0;
+}
+double g_busy_before = 0;
+
+std::string machine_json() {
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::ostringstream m;
+  m << "{\"cpu_model\": " << json_str(cpu_model())
+    << ", \"cores\": " << std::thread::hardware_concurrency()
+    << ", \"openblas_corename\": " << json_str(blas_corename())
+    << ", \"openblas_threads\": " << blas_threads_policy()
+    << ", \"cpu_workers\": " << engine().num_workers()
+    << ", \"engine\": " << json_str(engine().kind() == EngineKind::kThreaded ? "threaded" : "naive")
+    << ", \"env_OPENBLAS_CORETYPE\": " << json_str(env_or("OPENBLAS_CORETYPE", ""))
+    << ", \"env_ASYNCND_BLAS_THREADS\": " << json_str(env_or("ASYNCND_BLAS_THREADS", ""))
+    << ", \"env_ASYNCND_CPU_WORKERS\": " << json_str(env_or("ASYNCND_CPU_WORKERS", ""))
+    << ", \"loadavg_start\": " << json_str(g_load_start)
+    << ", \"cpu_busy_before_pct\": " << g_busy_before
+    << ", \"date\": " << json_str(date) << "}";
+  return m.str();
+}
+
+std::string exe_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  return std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path().string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::filesystem::path out = argc > 1 ? argv[1] : default_out();
+  try {
+    g_load_start = loadavg();
+    g_busy_before = busy_percent(1.0);
+    std::printf("bench_native: %s, %u cores; before the run: load average %s, CPU %.0f%% busy%s\n",
+                cpu_model().c_str(), std::thread::hardware_concurrency(), g_load_start.c_str(),
+                g_busy_before, g_busy_before > 10 ? " (another process is running: expect noise)" : "");
+    bench_numpy(exe_dir());
+    std::printf("\nengine: %d CPU workers, OpenBLAS core %s, %d BLAS threads (policy)\n",
+                engine().num_workers(), blas_corename().c_str(), blas_threads_policy());
+    bench_overhead();
+    bench_wait_roundtrip();
+    bench_e5();
+    bench_sgemm();
+    bench_e1();
+  } catch (const std::exception& e) {
+    // Write what was measured anyway; check-targets reports the rest as missing.
+    std::fprintf(stderr, "bench_native: stopped by an error: %s\n", e.what());
+  }
+
+  std::ostringstream js;
+  js << "{\n";
+  for (const Figure& f : g_figures) {
+    char num[64];
+    std::snprintf(num, sizeof num, "%.6g", f.value);
+    js << "  " << json_str(f.key) << ": " << num << ",\n";
+  }
+  js << "  \"machine\": " << machine_json() << "\n}\n";
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  std::ofstream f(out);
+  f << js.str();
+  if (!f) {
+    std::fprintf(stderr, "bench_native: cannot write %s\n", out.string().c_str());
+    return 1;
+  }
+  std::printf("\nwrote %s\n", out.string().c_str());
+  return 0;
+}
