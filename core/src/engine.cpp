@@ -75,12 +75,12 @@ EngineKind Engine::kind() const { return impl_->kind(); }
 int Engine::num_workers(Device device) const { return impl_->num_workers(device); }
 Var Engine::new_var() { return impl_->new_var(); }
 
-void Engine::push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+void Engine::push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes,
                   PushOptions opts) {
   impl_->push(std::move(fn), reads.data(), reads.size(), writes.data(), writes.size(), true, opts);
 }
 
-void Engine::push(std::function<void()> fn, std::initializer_list<Var> reads,
+void Engine::push(OpFunction fn, std::initializer_list<Var> reads,
                   std::initializer_list<Var> writes, PushOptions opts) {
   // The list's elements are const: the op adds references of its own instead of stealing.
   impl_->push(std::move(fn), const_cast<Var*>(reads.begin()), reads.size(),
@@ -89,7 +89,7 @@ void Engine::push(std::function<void()> fn, std::initializer_list<Var> reads,
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }
 void Engine::waitall() { impl_->waitall(); }
-void Engine::delete_var(Var v, std::function<void()> on_delete) {
+void Engine::delete_var(Var v, OpFunction on_delete) {
   impl_->delete_var(std::move(v), std::move(on_delete));
 }
 void Engine::set_max_inflight(std::size_t ops, std::size_t bytes) {

@@ -186,7 +186,7 @@ void EngineImpl::free_op(OprBlock* op) {
   recycle_op(op);
 }
 
-void EngineImpl::push(std::function<void()> fn, Var* reads, std::size_t nreads, Var* writes,
+void EngineImpl::push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes,
                       std::size_t nwrites, bool steal, const PushOptions& opts) {
   const char* name = opts.name ? opts.name : "op";
   // Validate everything before taking ownership of anything: a bad call queues nothing.
@@ -389,19 +389,23 @@ void EngineImpl::run_op(OprBlock* op, int worker) {
 }
 
 void EngineImpl::finish(OprBlock* op) {
-  // Count the op as finished before its variables grant the next ops: whoever those grants wake
-  // (a wait_to_read, say) then sees stats that include it.
-  if (op->bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(op->bytes));
+  // Order matters for what waiters observe: the variables grant their next ops first (collected,
+  // not yet run), then the op releases its references, then it counts as finished, and only then
+  // do the granted ops run (a wait_to_read among them returns). So when waitall or a wait
+  // returns, stats already include this op and its variables' references are gone.
+  ReadyList ready;
+  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
+  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
+  const std::size_t bytes = op->bytes;
+  const bool deletion = op->kind == OpKind::kDelete;
+  free_op(op);
+  if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
-  if (op->kind == OpKind::kDelete) finished_deletes_.fetch_add(1, std::memory_order_seq_cst);
+  if (deletion) finished_deletes_.fetch_add(1, std::memory_order_seq_cst);
   if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(done_mu_);
     done_cv_.notify_all();
   }
-  ReadyList ready;
-  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
-  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
-  free_op(op);
   dispatch_all(ready);
 }
 
@@ -501,19 +505,26 @@ void EngineImpl::waitall() {
 // ---------------------------------------------------------------------------------------------
 // Deletion
 
-void EngineImpl::delete_var(Var var, std::function<void()> on_delete) {
+void EngineImpl::delete_var(Var var, OpFunction on_delete) {
   VarBlock* v = peek(var);
   check_var(v, "delete_var", "the");
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
     throw Error("delete_var: variable " + std::to_string(v->id) + " was already deleted");
   }
   v = take(var);
-  if (kind_ == EngineKind::kNaive) {
-    std::lock_guard<std::recursive_mutex> lk(naive_mu_);
+  bool idle = kind_ == EngineKind::kNaive;
+  if (!idle) {
+    // Nothing queued or running on it: free now instead of queuing an op (the common case when
+    // the frontend drops arrays the workers are done with, as in E5's loop).
+    std::lock_guard<SpinLock> lk(v->lock);
+    idle = !v->write_running && v->running_reads == 0 && v->head == nullptr;
+  }
+  if (idle) {
     if (on_delete) {
       try {
         on_delete();
       } catch (...) {
+        // on_delete must not throw (documented).
       }
     }
     release_var(v);

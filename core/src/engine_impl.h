@@ -67,7 +67,7 @@ struct OprBlock {
   Device device{};
   const char* name = "op";
   std::size_t bytes = 0;
-  std::function<void()> fn;               // kNormal: the work; kDelete: on_delete
+  OpFunction fn;                          // kNormal: the work; kDelete: on_delete
   WaitSignal* signal = nullptr;           // kWait
   std::exception_ptr error;               // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
@@ -165,11 +165,11 @@ class EngineImpl {
 
   Var new_var();
   // steal: take over the handles' references (the caller owns the arrays and discards them).
-  void push(std::function<void()> fn, Var* reads, std::size_t nreads, Var* writes,
+  void push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes,
             std::size_t nwrites, bool steal, const PushOptions& opts);
   void wait_to_read(const Var& v);
   void waitall();
-  void delete_var(Var v, std::function<void()> on_delete);
+  void delete_var(Var v, OpFunction on_delete);
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   std::size_t max_ops() const { return max_ops_.load(std::memory_order_relaxed); }
   std::size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }

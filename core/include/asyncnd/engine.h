@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "asyncnd/detail/op_function.h"
 #include "asyncnd/device.h"
 #include "asyncnd/error.h"
 
@@ -21,6 +22,10 @@ class EngineImpl;
 }  // namespace detail
 
 class Engine;
+
+// What an op runs: any callable with no arguments (a lambda, also a move-only one; a function
+// pointer; a std::function). Captures up to 48 bytes are stored inside the op, unallocated.
+using OpFunction = detail::OpFunction;
 
 // A variable: the unit of dependency tracking. Every array owns one; users who schedule their own
 // work make them with Engine::new_var(). A Var is a reference-counted handle: copies name the same
@@ -134,10 +139,10 @@ class Engine {
   // caught, stored on `writes`, and rethrown by the next wait on them and by waitall.
   // Throws asyncnd::Error, queuing nothing, for: a null or deleted variable, a variable of another
   // engine, a variable in both reads and writes, a device that does not exist.
-  void push(std::function<void()> fn, std::vector<Var> reads, std::vector<Var> writes,
+  void push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes,
             PushOptions opts = {});
   // The same, for braced lists (`push(fn, {a, b}, {c})`): no vector is allocated.
-  void push(std::function<void()> fn, std::initializer_list<Var> reads,
+  void push(OpFunction fn, std::initializer_list<Var> reads,
             std::initializer_list<Var> writes, PushOptions opts = {});
 
   // Blocks until every write to v pushed before this call has finished. If one of them failed (or
@@ -152,9 +157,10 @@ class Engine {
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
-  // on_delete (if given) on an engine or waiting thread; on_delete must not throw. Never blocks.
+  // on_delete (if given): at once on the calling thread if nothing is queued on v, else on the
+  // thread that finishes v's last op. on_delete must not throw. Never blocks.
   // After this call, pushing v throws. Deleting twice throws.
-  void delete_var(Var v, std::function<void()> on_delete = {});
+  void delete_var(Var v, OpFunction on_delete = {});
 
   // Bounds the work in flight: push blocks while `ops` ops are pending, or while the
   // PushOptions::bytes of pending ops exceed `bytes` (an op larger than the bound still runs when
