@@ -223,7 +223,7 @@ void bench_sgemm() {
   }
   record("sgemm1000_engine_gflops", median(eng_g), "nd::dot + wait_to_read, median of 15");
   record("sgemm1000_direct_gflops", median(dir_g),
-         "cblas_sgemm on the main thread (" + std::to_string(blas_threads_now()) + " OpenBLAS threads), median of 15");
+         "cblas_sgemm on the main thread, OpenBLAS threads: " + std::to_string(blas_threads_now()) + ", median of 15");
   record("sgemm1000_engine_best_gflops", *std::max_element(eng_g.begin(), eng_g.end()), "best of 15");
   record("sgemm1000_direct_best_gflops", *std::max_element(dir_g.begin(), dir_g.end()), "best of 15");
   record("sgemm1000_pair_engine_gflops", median(pair_g), "two independent nd::dot, then waitall");

@@ -77,14 +77,12 @@ Var Engine::new_var() { return impl_->new_var(); }
 
 void Engine::push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes,
                   PushOptions opts) {
-  impl_->push(std::move(fn), reads.data(), reads.size(), writes.data(), writes.size(), true, opts);
+  impl_->push(std::move(fn), reads.data(), reads.size(), writes.data(), writes.size(), opts);
 }
 
 void Engine::push(OpFunction fn, std::initializer_list<Var> reads,
                   std::initializer_list<Var> writes, PushOptions opts) {
-  // The list's elements are const: the op adds references of its own instead of stealing.
-  impl_->push(std::move(fn), const_cast<Var*>(reads.begin()), reads.size(),
-              const_cast<Var*>(writes.begin()), writes.size(), false, opts);
+  impl_->push(std::move(fn), reads.begin(), reads.size(), writes.begin(), writes.size(), opts);
 }
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }

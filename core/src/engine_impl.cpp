@@ -87,10 +87,21 @@ Var EngineImpl::new_var() {
   return Var(v);
 }
 
+void EngineImpl::destroy_var(VarBlock* v) {
+  g_live_vars.fetch_sub(1, std::memory_order_relaxed);
+  delete v;
+}
+
 void EngineImpl::release_var(VarBlock* v) {
   if (v && v->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    g_live_vars.fetch_sub(1, std::memory_order_relaxed);
-    delete v;
+    bool idle;
+    {
+      std::lock_guard<SpinLock> lk(v->lock);
+      idle = v->idle();
+      // Ops still queued on it: the one that finishes last frees it.
+      if (!idle) v->orphaned = true;
+    }
+    if (idle) destroy_var(v);
   }
 }
 
@@ -182,12 +193,11 @@ OprBlock* EngineImpl::new_op(int nacc) {
 }
 
 void EngineImpl::free_op(OprBlock* op) {
-  for (int i = 0; i < op->nreads + op->nwrites; ++i) release_var(op->acc[i].var);
   recycle_op(op);
 }
 
-void EngineImpl::push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes,
-                      std::size_t nwrites, bool steal, const PushOptions& opts) {
+void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
+                      std::size_t nwrites, const PushOptions& opts) {
   const char* name = opts.name ? opts.name : "op";
   // Validate everything before taking ownership of anything: a bad call queues nothing.
   for (std::size_t i = 0; i < nreads; ++i) check_var(peek(reads[i]), name, "read");
@@ -204,17 +214,16 @@ void EngineImpl::push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes
   if (!opts.device.is_cpu() || opts.device.id != 0) backend_for(opts.device, name);
   if (!fn) throw Error(std::string(name) + ": empty function");
 
-  // Each access holds a reference to its variable: taken over from the caller's handles when
-  // they are ours to steal, added otherwise. Duplicates are dropped.
+  // Ops hold no references: a variable lives while a handle or a queued access names it (see
+  // release_var), which saves two contended atomic operations per access. The caller's handles
+  // keep the variables alive until the accesses are queued. Duplicates are dropped.
   OprBlock* op = new_op(static_cast<int>(nreads + nwrites));
   int n = 0;
-  auto add = [&](Var& var, bool write, int from) {
+  auto add = [&](const Var& var, bool write, int from) {
     VarBlock* v = peek(var);
     for (int i = from; i < n; ++i) {
       if (op->acc[i].var == v) return;
     }
-    if (steal) take(var);
-    else v->refs.fetch_add(1, std::memory_order_relaxed);
     op->acc[n++] = Access{op, v, nullptr, write};
   };
   for (std::size_t i = 0; i < nreads; ++i) add(reads[i], false, 0);
@@ -226,21 +235,26 @@ void EngineImpl::push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes
   op->priority = opts.priority;
   op->device = opts.device;
   op->name = name;
-  op->bytes = opts.bytes;
+  // Bytes are tracked only while a byte bound is set: an atomic less per op otherwise.
+  op->bytes = max_bytes_.load(std::memory_order_relaxed) ? opts.bytes : 0;
 
   if (kind_ == EngineKind::kNaive) {
     run_naive(op);
-    return;
+  } else {
+    if (!Engine::on_worker_thread()) backpressure(op->bytes);
+    submit(op, opts.priority);
   }
-  if (!Engine::on_worker_thread()) backpressure(opts.bytes);
+}
+
+void EngineImpl::submit(OprBlock* op, int priority) {
   if (profiling()) {
     op->profiled = true;
     op->push_us = now_us();
   }
-  if (opts.priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  if (priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
 
   pushed_all_.fetch_add(1, std::memory_order_seq_cst);
-  if (opts.bytes) inflight_bytes_.fetch_add(static_cast<std::int64_t>(opts.bytes));
+  if (op->bytes) inflight_bytes_.fetch_add(static_cast<std::int64_t>(op->bytes));
   enqueue_accesses(op);
 }
 
@@ -274,7 +288,9 @@ void EngineImpl::backpressure(std::size_t bytes) {
 void EngineImpl::enqueue_accesses(OprBlock* op) {
   const int n = op->nreads + op->nwrites;
   op->wait.store(n + 1, std::memory_order_relaxed);
-  ReadyList ready;
+  // Grants made here are counted locally and taken off the op's counter in one atomic operation
+  // at the end (with the push's own hold); workers completing earlier ops grant concurrently.
+  int granted_here = 0;
   for (int i = 0; i < n; ++i) {
     Access* a = &op->acc[i];
     VarBlock* v = a->var;
@@ -288,7 +304,8 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
       if (granted) v->write_running = true;
     }
     if (granted) {
-      grant(a, ready);
+      capture_poison(a);
+      ++granted_here;
     } else {
       a->next = nullptr;
       if (v->tail) v->tail->next = a;
@@ -297,36 +314,54 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
     }
     v->lock.unlock();
   }
-  // Drop the push's own hold; if every access was granted, the op is ready now.
-  if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(op);
-  dispatch_all(ready);
+  const int mine = granted_here + 1;
+  if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) dispatch(op);
 }
 
-// Caller holds a->var->lock. Poison is captured here, at grant time, so whether an op is skipped
+// Caller holds a->var->lock. Poison is captured at grant time, so whether an op is skipped
 // depends only on push order, not on when a concurrent wait clears the variable's error.
-void EngineImpl::grant(Access* a, ReadyList& ready) {
+void EngineImpl::capture_poison(Access* a) {
   OprBlock* op = a->op;
   if (a->var->has_error.load(std::memory_order_acquire) && op->kind == OpKind::kNormal) {
     std::lock_guard<std::mutex> lk(err_mu_);
     if (!op->error && a->var->error) op->error = a->var->error;
   }
-  if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(op);
+}
+
+// Caller holds a->var->lock.
+void EngineImpl::grant(Access* a, ReadyList& ready) {
+  capture_poison(a);
+  if (a->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(a->op);
 }
 
 void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
-  std::lock_guard<SpinLock> lk(v->lock);
-  if (--v->running_reads == 0 && v->head != nullptr) {
-    // invariant: with no write running, the queue's head is a write.
-    Access* a = v->head;
-    v->head = a->next;
-    if (!v->head) v->tail = nullptr;
-    v->write_running = true;
-    grant(a, ready);
+  bool orphan_idle;
+  {
+    std::lock_guard<SpinLock> lk(v->lock);
+    if (--v->running_reads == 0 && v->head != nullptr) {
+      // invariant: with no write running, the queue's head is a write.
+      Access* a = v->head;
+      v->head = a->next;
+      if (!v->head) v->tail = nullptr;
+      v->write_running = true;
+      grant(a, ready);
+    }
+    orphan_idle = v->orphaned && v->idle();
   }
+  if (orphan_idle) destroy_var(v);
 }
 
 void EngineImpl::complete_write(VarBlock* v, ReadyList& ready) {
-  std::lock_guard<SpinLock> lk(v->lock);
+  bool orphan_idle;
+  {
+    std::lock_guard<SpinLock> lk(v->lock);
+    complete_write_locked(v, ready);
+    orphan_idle = v->orphaned && v->idle();
+  }
+  if (orphan_idle) destroy_var(v);
+}
+
+void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
   v->write_running = false;
   // Every consecutive read at the head may run together; then a write, once they are done.
   while (v->head && !v->head->write) {
@@ -450,7 +485,6 @@ void EngineImpl::wait_to_read(const Var& var) {
       op->name = "wait_to_read";
       op->signal = &sig;
       op->nreads = 1;
-      v->refs.fetch_add(1, std::memory_order_relaxed);
       op->acc[0] = Access{op, v, nullptr, false};
       op->wait.store(1, std::memory_order_relaxed);
       // A read is queued whenever a write runs or waits (see the invariant on VarBlock).
@@ -527,18 +561,18 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete) {
         // on_delete must not throw (documented).
       }
     }
-    release_var(v);
-    return;
+  } else {
+    OprBlock* op = new_op(1);
+    op->kind = OpKind::kDelete;
+    op->name = "delete";
+    op->fn = std::move(on_delete);
+    op->nwrites = 1;
+    op->acc[0] = Access{op, v, nullptr, true};
+    pushed_all_.fetch_add(1, std::memory_order_seq_cst);
+    pushed_deletes_.fetch_add(1, std::memory_order_seq_cst);
+    enqueue_accesses(op);
   }
-  OprBlock* op = new_op(1);
-  op->kind = OpKind::kDelete;
-  op->name = "delete";
-  op->fn = std::move(on_delete);
-  op->nwrites = 1;
-  op->acc[0] = Access{op, v, nullptr, true};
-  pushed_all_.fetch_add(1, std::memory_order_seq_cst);
-  pushed_deletes_.fetch_add(1, std::memory_order_seq_cst);
-  enqueue_accesses(op);
+  release_var(v);  // the handle we took; the queued deletion keeps v until it has run
 }
 
 void EngineImpl::run_delete(OprBlock* op) {

@@ -31,7 +31,7 @@ struct Access {
 };
 
 struct VarBlock {
-  std::atomic<int> refs{1};  // Var handles + pending ops that name it
+  std::atomic<int> refs{1};  // Var handles (ops hold none: see orphaned)
   EngineImpl* owner = nullptr;
   std::uint64_t id = 0;
   std::atomic<bool> deleted{false};
@@ -44,6 +44,11 @@ struct VarBlock {
   bool write_running = false;  // a granted write not yet completed
   Access* head = nullptr;      // FIFO of ungranted accesses
   Access* tail = nullptr;
+  // Set when the last handle went while accesses were still queued: the op whose completion
+  // leaves the variable idle frees it.
+  bool orphaned = false;
+
+  bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
 
   std::exception_ptr error;  // guarded by EngineImpl::err_mu_
 };
@@ -125,7 +130,8 @@ class DevicePool {
  private:
   void worker_main(int index);
   OprBlock* try_pop();
-  bool has_work() const;
+  bool has_work() const;     // a hint, without locks
+  bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
   void wake_one();
 
@@ -164,9 +170,9 @@ class EngineImpl {
   int num_workers(Device device);
 
   Var new_var();
-  // steal: take over the handles' references (the caller owns the arrays and discards them).
-  void push(OpFunction fn, Var* reads, std::size_t nreads, Var* writes,
-            std::size_t nwrites, bool steal, const PushOptions& opts);
+  // The caller's handles must stay alive until push returns.
+  void push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
+            std::size_t nwrites, const PushOptions& opts);
   void wait_to_read(const Var& v);
   void waitall();
   void delete_var(Var v, OpFunction on_delete);
@@ -191,6 +197,7 @@ class EngineImpl {
   void run_op(OprBlock* op, int worker);
 
   static void release_var(VarBlock* v);
+  static void destroy_var(VarBlock* v);
 
  private:
   friend class DevicePool;
@@ -210,8 +217,11 @@ class EngineImpl {
   // Appends op's accesses to its variables' queues; dispatches it if all were granted.
   void enqueue_accesses(OprBlock* op);
   void grant(Access* a, ReadyList& ready);
+  void capture_poison(Access* a);
   void complete_read(VarBlock* v, ReadyList& ready);
   void complete_write(VarBlock* v, ReadyList& ready);
+  void complete_write_locked(VarBlock* v, ReadyList& ready);
+  void submit(OprBlock* op, int priority);  // counts and queues a validated op
   void dispatch(OprBlock* op);
   void dispatch_all(ReadyList& ready);
   void execute(OprBlock* op, int worker);

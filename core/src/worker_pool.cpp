@@ -44,6 +44,7 @@ DevicePool::~DevicePool() {
 }
 
 void DevicePool::enqueue(OprBlock* op) {
+  bool wake;
   {
     std::lock_guard<SpinLock> lk(qlock_);
     if (op->priority == 0) {
@@ -55,14 +56,21 @@ void DevicePool::enqueue(OprBlock* op) {
       heap_.push_back(op);
       std::push_heap(heap_.begin(), heap_.end(), heap_less);
     }
+    // Modified under qlock_ only, so a plain store does; spinners read it without the lock.
+    queued_.store(queued_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // A spinning worker will find it; wake a sleeper only when nobody spins (a wake-up costs the
+    // pusher a system call, so the fast path avoids it). Read under qlock_: a worker about to
+    // park counts itself a sleeper before it looks at the queue under qlock_ (queue_empty), so
+    // either it sees this op or we see it.
+    wake = spinners_.load(std::memory_order_relaxed) == 0 &&
+           sleepers_.load(std::memory_order_relaxed) > 0;
   }
-  queued_.fetch_add(1, std::memory_order_seq_cst);
-  // A spinning worker will find it; wake a sleeper only when nobody spins (a wake-up costs the
-  // pusher a system call, so the fast path avoids it).
-  if (spinners_.load(std::memory_order_seq_cst) == 0 &&
-      sleepers_.load(std::memory_order_seq_cst) > 0) {
-    wake_one();
-  }
+  if (wake) wake_one();
+}
+
+bool DevicePool::queue_empty() {
+  std::lock_guard<SpinLock> lk(qlock_);
+  return fifo_head_ == nullptr && heap_.empty();
 }
 
 void DevicePool::wake_one() {
@@ -88,8 +96,8 @@ OprBlock* DevicePool::try_pop() {
       op = heap_.back();
       heap_.pop_back();
     }
+    if (op) queued_.store(queued_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
-  if (op) queued_.fetch_sub(1, std::memory_order_relaxed);
   return op;
 }
 
@@ -122,7 +130,10 @@ void DevicePool::worker_main(int index) {
     }
     std::unique_lock<std::mutex> lk(park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    park_cv_.wait(lk, [this] { return has_work(); });
+    park_cv_.wait(lk, [this] {
+      return !queue_empty() || njobs_.load(std::memory_order_seq_cst) > 0 ||
+             stop_.load(std::memory_order_seq_cst);
+    });
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }

@@ -267,6 +267,12 @@ void e5() {
   if (t1 > t2)
     std::printf("  Here t1 > t2: the frontend pushes more slowly than the workers compute, so the\n"
                 "  asynchronous time is closer to N t1 (the model assumes N t2 > (N-1) t1).\n");
+  // Per step, waiting once costs max(t1, t2) (whichever side is slower sets the pace), waiting
+  // each time t1 + t2 + t3: the gain is large only when the round trip t3 is long next to a push.
+  // A waiter that sleeps pays ~50 us on these machines; one that spins, under 1 us.
+  std::printf("  Waiting each time pays t3 on every step: the expected gain (t1+t2+t3)/max(t1,t2) is\n"
+              "  %.1f x here; it is large only when the round trip is long next to a push.\n",
+              (t1 + t2 + t3) / std::max(t1, t2));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The native CPU backend: aligned host allocation and SGEMM (OpenBLAS, or the reference GEMM).
+// The native CPU backend: aligned host allocation (through the caching allocator) and SGEMM
+// (OpenBLAS, or the reference GEMM).
 //
 // Thread policy for BLAS. OpenBLAS (pthread build) runs its own thread pool, separate from the
 // engine's workers; two engine workers each running a multi-threaded GEMM would put 2 x N BLAS
@@ -22,6 +23,7 @@
 #include <thread>
 
 #include "asyncnd/error.h"
+#include "cpu/caching_allocator.h"
 
 #ifndef ASYNCND_HAVE_OPENBLAS
 #error "the build defines ASYNCND_HAVE_OPENBLAS (0 or 1) on this target"
@@ -33,8 +35,6 @@
 namespace asyncnd {
 namespace detail {
 namespace {
-
-constexpr std::size_t kAlignment = 64;  // a cache line, and the widest SIMD load (AVX-512)
 
 // OpenBLAS 0.3.21 (interface/gemm.c) runs a GEMM on one thread when m*n*k <= 65536 * 4
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). Such calls cannot oversubscribe the cores.
@@ -58,7 +58,9 @@ int blas_threads_from_env() {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() {
+  // The allocator is made here so that a bad ASYNCND_CPU_CACHE_MB fails the first use of the
+  // backend, not some later allocation.
+  CpuBackend() : cache_(CachingAllocator::instance()) {
 #if ASYNCND_HAVE_OPENBLAS
     openblas_set_num_threads(blas_threads_from_env());
     blas_threads_ = openblas_get_num_threads();  // OpenBLAS clamps to its build's maximum
@@ -76,17 +78,10 @@ class CpuBackend final : public Backend {
   std::string name() const override { return name_; }
   int device_count() const override { return 1; }
 
-  void* alloc(int /*device_id*/, std::size_t bytes) override {
-    // aligned_alloc wants a multiple of the alignment; a zero-size array still gets a unique block.
-    std::size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = rounded >= bytes ? std::aligned_alloc(kAlignment, rounded) : nullptr;
-    if (p == nullptr) {
-      throw Error("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
-    }
-    return p;
-  }
+  // 64-byte aligned; a zero-size request still gets a unique block (see caching_allocator.h).
+  void* alloc(int /*device_id*/, std::size_t bytes) override { return cache_.alloc(bytes); }
 
-  void free(int /*device_id*/, void* p, std::size_t /*bytes*/) noexcept override { std::free(p); }
+  void free(int /*device_id*/, void* p, std::size_t bytes) noexcept override { cache_.free(p, bytes); }
 
   void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
              float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
@@ -120,6 +115,7 @@ class CpuBackend final : public Backend {
   int blas_threads() const { return blas_threads_; }
 
  private:
+  CachingAllocator& cache_;
   std::string name_, corename_;
   int blas_threads_ = 1;
   std::mutex gemm_mutex_;  // held by the one multi-threaded GEMM running (see the policy above)
@@ -136,6 +132,9 @@ CpuBackend& instance() {
 Backend& cpu_backend() { return instance(); }
 std::string cpu_blas_corename() { return instance().corename(); }
 int cpu_blas_threads() { return instance().blas_threads(); }
+std::size_t cpu_cached_bytes() { return CachingAllocator::instance().cached_bytes(); }
+void set_cpu_cache_limit(std::size_t bytes) { CachingAllocator::instance().set_limit(bytes); }
+std::size_t cpu_cache_limit() { return CachingAllocator::instance().limit(); }
 
 }  // namespace detail
 }  // namespace asyncnd

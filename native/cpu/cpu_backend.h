@@ -2,6 +2,7 @@
 // reference GEMM when built with ASYNCND_WITH_OPENBLAS=OFF). Not installed: for native/ and bench/.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -19,6 +20,18 @@ std::string cpu_blas_corename();
 
 // Threads each BLAS call may use (the thread policy in cpu_backend.cpp); 1 without OpenBLAS.
 int cpu_blas_threads();
+
+// Bytes the CPU backend's allocator holds for reuse: blocks that arrays freed, kept so the next
+// array of that size skips malloc and the page faults (native/cpu/caching_allocator.h). They are
+// not in use, so the engine's bytes_in_use leaves them out. For benchmarks; any thread.
+std::size_t cpu_cached_bytes();
+
+// The bound on cached bytes: 256 MiB by default, or ASYNCND_CPU_CACHE_MB (in MiB) read on first
+// use. Setting it releases cached blocks over the new bound at once; 0 turns caching off, small
+// blocks included (other threads drop their private blocks on their next allocation or free).
+// For tests and benchmarks; any thread. The cache is compiled out in AddressSanitizer builds.
+void set_cpu_cache_limit(std::size_t bytes);
+std::size_t cpu_cache_limit();
 
 }  // namespace detail
 }  // namespace asyncnd
