@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -72,19 +73,6 @@ struct LargeBlock {
   std::size_t size;  // rounded
 };
 static_assert(sizeof(LargeBlock) <= kSmallMax, "a free large block holds its own links");
-
-std::size_t limit_from_env() {
-  const char* s = std::getenv("ASYNCND_CPU_CACHE_MB");
-  if (s == nullptr) return CachingAllocator::kDefaultLimit;
-  // Same rule as ASYNCND_BLAS_THREADS: a bad value is an error, not a silent default.
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s || *end != '\0' || *s == '-' || v > kMaxEnvMiB) {
-    throw Error(std::string("ASYNCND_CPU_CACHE_MB: expected a size in MiB from 0 to ") +
-                std::to_string(kMaxEnvMiB) + ", got '" + s + "'");
-  }
-  return static_cast<std::size_t>(v) << 20;
-}
 
 class ThreadCache;
 
@@ -510,12 +498,27 @@ CachingAllocator::Stats CachingAllocator::Impl::stats() const {
 
 // ---- CachingAllocator -------------------------------------------------------------------------
 
+std::size_t CachingAllocator::limit_from_env_value(const char* s) {
+  if (s == nullptr) return kDefaultLimit;
+  // Same rule as ASYNCND_BLAS_THREADS: a bad value is an error, not a silent default. Digits
+  // only: strtoull alone would take "-1" (as a huge number) and " 5".
+  bool digits = *s != '\0';
+  for (const char* c = s; *c != '\0'; ++c) digits = digits && *c >= '0' && *c <= '9';
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(s, nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || v > kMaxEnvMiB) {
+    throw Error(std::string("ASYNCND_CPU_CACHE_MB: expected a size in MiB from 0 to ") +
+                std::to_string(kMaxEnvMiB) + ", got '" + s + "'");
+  }
+  return static_cast<std::size_t>(v) << 20;
+}
+
 CachingAllocator::CachingAllocator(std::size_t limit) : impl_(new Impl(limit)) {}
 
 CachingAllocator& CachingAllocator::instance() {
   // Leaked on purpose, Impl included: engine workers may free arrays during static destruction,
   // and threads' caches return their blocks here when they exit.
-  static CachingAllocator* a = new CachingAllocator(limit_from_env());
+  static CachingAllocator* a = new CachingAllocator(limit_from_env_value(std::getenv("ASYNCND_CPU_CACHE_MB")));
   return *a;
 }
 

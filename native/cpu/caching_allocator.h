@@ -66,6 +66,11 @@ class CachingAllocator {
     return s.shared_bytes + s.thread_bytes;
   }
 
+  // The bound ASYNCND_CPU_CACHE_MB=`value` asks for (value in MiB; nullptr, the variable unset,
+  // gives kDefaultLimit). Throws asyncnd::Error naming the variable and the value unless it is a
+  // whole number from 0 to 1048576. Public so tests can check the rule without the environment.
+  static std::size_t limit_from_env_value(const char* value);
+
   // False when this build bypasses the cache (AddressSanitizer): tests of reuse skip then.
   static bool caching_built();
 
