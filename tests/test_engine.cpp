@@ -359,6 +359,22 @@ TEST_CASE("parallel_for covers the range once, from ops and from outside", "[eng
   }
 }
 
+TEST_CASE("an exception inside parallel_for reaches the caller, not the worker", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  std::atomic<std::int64_t> covered{0};
+  auto body = [&](std::int64_t b, std::int64_t e) {
+    covered += e - b;
+    if (b == 0) throw std::runtime_error("chunk zero failed");
+  };
+  CHECK_THROWS_WITH(eng.parallel_for(100000, 1000, body), Catch::Contains("chunk zero failed"));
+  CHECK(covered.load() == 100000);
+  Var v = eng.new_var();
+  eng.push([&] { eng.parallel_for(100000, 1000, body); }, {}, {v},
+           PushOptions{Device{}, 0, "split_op"});
+  CHECK_THROWS_WITH(eng.wait_to_read(v),
+                    Catch::Contains("split_op") && Catch::Contains("chunk zero failed"));
+}
+
 TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE and ASYNCND_CPU_WORKERS", "[engine]") {
   ::setenv("ASYNCND_ENGINE", "naive", 1);
   ::setenv("ASYNCND_CPU_WORKERS", "3", 1);

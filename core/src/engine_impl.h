@@ -113,6 +113,8 @@ struct ParallelJob {
   std::atomic<std::int64_t> done{0};
   std::int64_t n = 0, chunk = 0, nchunks = 0;
   const std::function<void(std::int64_t, std::int64_t)>* fn = nullptr;
+  SpinLock error_lock;
+  std::exception_ptr error;  // the first chunk's exception
 };
 
 // The workers of one device and their ready queue.

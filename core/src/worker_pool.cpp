@@ -147,7 +147,13 @@ void run_chunks(ParallelJob* job) {
     const std::int64_t c = job->next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job->nchunks) return;
     const std::int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
-    (*job->fn)(b, e);
+    try {
+      (*job->fn)(b, e);
+    } catch (...) {
+      // Never let it escape a worker: the caller rethrows the first one once all chunks are done.
+      std::lock_guard<SpinLock> lk(job->error_lock);
+      if (!job->error) job->error = std::current_exception();
+    }
     job->done.fetch_add(1, std::memory_order_release);
   }
 }
@@ -209,7 +215,9 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
     cpu_relax();
     std::this_thread::yield();
   }
+  std::exception_ptr error = job->error;  // all chunks done: no more writers
   unref(job);
+  if (error) std::rethrow_exception(error);
 }
 
 void EngineImpl::parallel_for(std::int64_t n, std::int64_t grain,

@@ -187,7 +187,8 @@ class Engine {
 
   // Runs fn(begin, end) over [0, n) in chunks of at least `grain`, using the idle workers of the
   // CPU device and the calling thread; returns when all chunks are done. Serial in the naive
-  // engine or when n <= grain. fn must not throw. Usable from inside an op.
+  // engine or when n <= grain. If fn throws, the other chunks still run and the first exception
+  // is rethrown here. Usable from inside an op.
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
 
