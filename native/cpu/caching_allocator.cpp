@@ -269,7 +269,9 @@ FreeBlock* CachingAllocator::Impl::take_chain(int c) noexcept {
     chain = small_[c].chains;
     if (chain != nullptr) small_[c].chains = chain->next_chain;
   }
-  if (chain != nullptr) shared_bytes_.fetch_sub(chain->count * class_size(c), std::memory_order_relaxed);
+  if (chain != nullptr) {
+    shared_bytes_.fetch_sub(chain->count * class_size(c), std::memory_order_relaxed);
+  }
   return chain;
 }
 
@@ -401,8 +403,9 @@ void CachingAllocator::Impl::trim(std::size_t target) noexcept {
     evicted = evict_large_until(target);
   }
   release_large(evicted);
-  for (int c = kClasses - 1; c >= 0 && shared_bytes_.load(std::memory_order_relaxed) > target; --c) {
-    while (shared_bytes_.load(std::memory_order_relaxed) > target) {
+  auto over = [&] { return shared_bytes_.load(std::memory_order_relaxed) > target; };
+  for (int c = kClasses - 1; c >= 0 && over(); --c) {
+    while (over()) {
       FreeBlock* chain = take_chain(c);
       if (chain == nullptr) break;
       release_chain(c, chain);
@@ -489,7 +492,9 @@ CachingAllocator::Stats CachingAllocator::Impl::stats() const {
   Stats s;
   {
     std::lock_guard<std::mutex> lock(registry_mu_);
-    for (const ThreadCache* tc = threads_; tc != nullptr; tc = tc->next) s.thread_bytes += tc->bytes();
+    for (const ThreadCache* tc = threads_; tc != nullptr; tc = tc->next) {
+      s.thread_bytes += tc->bytes();
+    }
   }
   s.shared_bytes = shared_bytes_.load(std::memory_order_relaxed);
   s.os_bytes = os_bytes_.load(std::memory_order_relaxed);
@@ -518,7 +523,8 @@ CachingAllocator::CachingAllocator(std::size_t limit) : impl_(new Impl(limit)) {
 CachingAllocator& CachingAllocator::instance() {
   // Leaked on purpose, Impl included: engine workers may free arrays during static destruction,
   // and threads' caches return their blocks here when they exit.
-  static CachingAllocator* a = new CachingAllocator(limit_from_env_value(std::getenv("ASYNCND_CPU_CACHE_MB")));
+  static CachingAllocator* a =
+      new CachingAllocator(limit_from_env_value(std::getenv("ASYNCND_CPU_CACHE_MB")));
   return *a;
 }
 

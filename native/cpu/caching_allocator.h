@@ -59,7 +59,8 @@ class CachingAllocator {
     std::size_t thread_bytes = 0;  // in living threads' private small-block lists
     std::size_t os_bytes = 0;      // obtained from the OS and not yet returned: in use + cached
   };
-  // A snapshot; exact when no other thread is allocating or freeing. Any thread.
+  // A snapshot; exact when no other thread is allocating or freeing. All zero when the cache is
+  // compiled out (caching_built() is false). Any thread.
   Stats stats() const;
   std::size_t cached_bytes() const {
     Stats s = stats();

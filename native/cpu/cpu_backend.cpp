@@ -81,7 +81,9 @@ class CpuBackend final : public Backend {
   // 64-byte aligned; a zero-size request still gets a unique block (see caching_allocator.h).
   void* alloc(int /*device_id*/, std::size_t bytes) override { return cache_.alloc(bytes); }
 
-  void free(int /*device_id*/, void* p, std::size_t bytes) noexcept override { cache_.free(p, bytes); }
+  void free(int /*device_id*/, void* p, std::size_t bytes) noexcept override {
+    cache_.free(p, bytes);
+  }
 
   void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
              float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
