@@ -397,7 +397,7 @@ void EngineImpl::dispatch_all(ReadyList& ready) {
 void EngineImpl::execute(OprBlock* op, int worker) {
   const double start = op->profiled ? now_us() : 0;
   bool failed = false;
-  std::exception_ptr err = op->error;  // inherited: skip
+  ErrorRef err = op->error;  // inherited: skip
   if (!err) {
     try {
       op->fn();
@@ -450,7 +450,7 @@ void EngineImpl::finish(OprBlock* op) {
 void EngineImpl::run_wait(OprBlock* op) {
   VarBlock* v = op->acc[0].var;
   WaitSignal* s = op->signal;
-  std::exception_ptr err;
+  ErrorRef err;
   {
     std::lock_guard<SpinLock> lk(v->lock);
     err = take_error(v);
@@ -472,7 +472,7 @@ void EngineImpl::wait_to_read(const Var& var) {
   if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
-  std::exception_ptr err;
+  ErrorRef err;
   WaitSignal sig;
   {
     std::unique_lock<SpinLock> lk(v->lock);
@@ -498,7 +498,7 @@ void EngineImpl::wait_to_read(const Var& var) {
       err = sig.error;
     }
   }
-  if (err) std::rethrow_exception(err);
+  if (err) throw Error(*err);
 }
 
 void EngineImpl::waitall() {
@@ -518,7 +518,7 @@ void EngineImpl::waitall() {
     done_cv_.wait(lk, done);
     done_waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
-  std::exception_ptr first;
+  ErrorRef first;
   std::size_t count = 0;
   {
     std::lock_guard<std::mutex> lk(err_mu_);
@@ -527,13 +527,9 @@ void EngineImpl::waitall() {
     errors_.clear();
   }
   if (!first) return;
-  if (count == 1) std::rethrow_exception(first);
-  try {
-    std::rethrow_exception(first);
-  } catch (const std::exception& e) {
-    throw Error(std::string(e.what()) + " (and " + std::to_string(count - 1) +
-                " more failed op" + (count > 2 ? "s" : "") + " since the last waitall)");
-  }
+  if (count == 1) throw Error(*first);
+  throw Error(*first + " (and " + std::to_string(count - 1) + " more failed op" +
+              (count > 2 ? "s" : "") + " since the last waitall)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,7 +605,7 @@ void EngineImpl::run_naive(OprBlock* op) {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-std::exception_ptr EngineImpl::wrap_error(const char* name, Device device, std::exception_ptr e) {
+ErrorRef EngineImpl::wrap_error(const char* name, Device device, std::exception_ptr e) {
   std::string what;
   try {
     std::rethrow_exception(e);
@@ -618,20 +614,20 @@ std::exception_ptr EngineImpl::wrap_error(const char* name, Device device, std::
   } catch (...) {
     what = "unknown exception (not derived from std::exception)";
   }
-  return std::make_exception_ptr(
-      Error(std::string(name) + " failed on " + device.str() + ": " + what));
+  return std::make_shared<const std::string>(std::string(name) + " failed on " + device.str() +
+                                             ": " + what);
 }
 
-void EngineImpl::set_error(VarBlock* v, const std::exception_ptr& e) {
+void EngineImpl::set_error(VarBlock* v, const ErrorRef& e) {
   std::lock_guard<std::mutex> lk(err_mu_);
   v->error = e;
   v->has_error.store(true, std::memory_order_release);
 }
 
-std::exception_ptr EngineImpl::take_error(VarBlock* v) {
+ErrorRef EngineImpl::take_error(VarBlock* v) {
   if (!v->has_error.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard<std::mutex> lk(err_mu_);
-  std::exception_ptr e = std::move(v->error);
+  ErrorRef e = std::move(v->error);
   v->error = nullptr;
   v->has_error.store(false, std::memory_order_release);
   // Rethrown once: waitall will not report it again.
@@ -640,7 +636,7 @@ std::exception_ptr EngineImpl::take_error(VarBlock* v) {
   return e;
 }
 
-void EngineImpl::record_error(std::exception_ptr e) {
+void EngineImpl::record_error(ErrorRef e) {
   std::lock_guard<std::mutex> lk(err_mu_);
   errors_.push_back(std::move(e));
 }

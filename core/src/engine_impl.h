@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,12 @@ namespace detail {
 
 struct OprBlock;
 class EngineImpl;
+
+// An op's failure: the message of the asyncnd::Error that waits rethrow. Stored as a string, not an
+// exception_ptr: each waiting thread throws an exception object of its own, so no exception is
+// shared (and reference counted inside libstdc++, where ThreadSanitizer cannot see it) across
+// threads.
+using ErrorRef = std::shared_ptr<const std::string>;
 
 // One op's access to one variable; lives inside the op, linked into the variable's FIFO while it
 // waits to be granted.
@@ -50,7 +57,7 @@ struct VarBlock {
 
   bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
 
-  std::exception_ptr error;  // guarded by EngineImpl::err_mu_
+  ErrorRef error;  // guarded by EngineImpl::err_mu_
 };
 
 enum class OpKind : std::uint8_t { kNormal, kWait, kDelete };
@@ -61,7 +68,7 @@ struct WaitSignal {
   std::mutex mu;
   std::condition_variable cv;
   std::atomic<bool> done{false};
-  std::exception_ptr error;
+  ErrorRef error;
 };
 
 struct OprBlock {
@@ -74,7 +81,7 @@ struct OprBlock {
   std::size_t bytes = 0;
   OpFunction fn;                          // kNormal: the work; kDelete: on_delete
   WaitSignal* signal = nullptr;           // kWait
-  std::exception_ptr error;               // inherited from a poisoned input; set at grant time
+  ErrorRef error;                         // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
   bool profiled = false;                  // pushed while the profiler ran
   OprBlock* next = nullptr;               // ready-queue link
@@ -233,10 +240,10 @@ class EngineImpl {
   void run_naive(OprBlock* op);
 
   // Errors.
-  std::exception_ptr wrap_error(const char* name, Device device, std::exception_ptr e);
-  void set_error(VarBlock* v, const std::exception_ptr& e);  // caller holds no var lock
-  std::exception_ptr take_error(VarBlock* v);               // clears; caller holds v->lock
-  void record_error(std::exception_ptr e);
+  static ErrorRef wrap_error(const char* name, Device device, std::exception_ptr e);
+  void set_error(VarBlock* v, const ErrorRef& e);  // caller holds no var lock
+  ErrorRef take_error(VarBlock* v);               // clears; caller holds v->lock
+  void record_error(ErrorRef e);
 
   void record_event(OprBlock* op, int worker, double start_us, double end_us, bool failed,
                     bool skipped);
@@ -264,7 +271,7 @@ class EngineImpl {
   std::atomic<int> done_waiters_{0};
 
   mutable std::mutex err_mu_;
-  std::vector<std::exception_ptr> errors_;  // failures not yet rethrown
+  std::vector<ErrorRef> errors_;  // failures not yet rethrown
 
   struct DeviceMem {
     Device device;

@@ -215,7 +215,9 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
     cpu_relax();
     std::this_thread::yield();
   }
-  std::exception_ptr error = job->error;  // all chunks done: no more writers
+  // All chunks done: no more writers. Moved out, so that a helper that frees the job later does
+  // not release the exception on its thread.
+  std::exception_ptr error = std::move(job->error);
   unref(job);
   if (error) std::rethrow_exception(error);
 }
