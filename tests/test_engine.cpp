@@ -172,6 +172,8 @@ TEST_CASE("bad calls throw at the call, naming the op, and queue nothing", "[eng
                                                 Catch::Contains("deleted"));
   CHECK_THROWS_WITH(eng.delete_var(gone), Catch::Contains("delete_var"));
   CHECK_THROWS(eng.wait_to_read(Var()));
+  CHECK_THROWS_WITH(eng.num_workers(Device::gpu(1)), Catch::Contains("gpu(1)"));
+  CHECK(eng.num_workers() == 2);
 
   eng.waitall();
   CHECK_FALSE(ran);

@@ -61,6 +61,7 @@ void EngineImpl::reconfigure(EngineOptions options) {
 }
 
 int EngineImpl::num_workers(Device device) {
+  if (!device.is_cpu() || device.id != 0) backend_for(device, "num_workers");
   if (kind_ == EngineKind::kNaive) return 0;
   return pool_for(device).size();
 }

@@ -127,6 +127,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   EngineKind kind() const;
+  // Worker threads serving `device` (0 in the naive engine). Throws asyncnd::Error for a device
+  // that does not exist.
   int num_workers(Device device = {}) const;
 
   // A fresh variable owned by this engine. Never blocks.
