@@ -337,6 +337,7 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 
 void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
   bool orphan_idle;
+  OpFunction deleter;
   {
     std::lock_guard<SpinLock> lk(v->lock);
     if (--v->running_reads == 0 && v->head != nullptr) {
@@ -347,19 +348,33 @@ void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
       v->write_running = true;
       grant(a, ready);
     }
+    take_deleter(v, deleter);
     orphan_idle = v->orphaned && v->idle();
   }
+  run_deleter(deleter);
   if (orphan_idle) destroy_var(v);
 }
 
 void EngineImpl::complete_write(VarBlock* v, ReadyList& ready) {
   bool orphan_idle;
+  OpFunction deleter;
   {
     std::lock_guard<SpinLock> lk(v->lock);
     complete_write_locked(v, ready);
+    take_deleter(v, deleter);
     orphan_idle = v->orphaned && v->idle();
   }
+  // The deletion runs before this op counts as finished, so memory is back when waitall returns.
+  run_deleter(deleter);
   if (orphan_idle) destroy_var(v);
+}
+
+// Caller holds v->lock.
+void EngineImpl::take_deleter(VarBlock* v, OpFunction& out) {
+  if (v->delete_pending && v->idle()) {
+    out = std::move(v->on_delete);
+    v->delete_pending = false;
+  }
 }
 
 void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
@@ -385,7 +400,6 @@ void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
 void EngineImpl::dispatch(OprBlock* op) {
   switch (op->kind) {
     case OpKind::kWait: run_wait(op); break;
-    case OpKind::kDelete: run_delete(op); break;
     case OpKind::kNormal: pool_for(op->device).enqueue(op); break;
   }
 }
@@ -433,11 +447,9 @@ void EngineImpl::finish(OprBlock* op) {
   for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
   for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
   const std::size_t bytes = op->bytes;
-  const bool deletion = op->kind == OpKind::kDelete;
   free_op(op);
   if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
-  if (deletion) finished_deletes_.fetch_add(1, std::memory_order_seq_cst);
   if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(done_mu_);
     done_cv_.notify_all();
@@ -542,46 +554,30 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete) {
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
     throw Error("delete_var: variable " + std::to_string(v->id) + " was already deleted");
   }
-  v = take(var);
-  bool idle = kind_ == EngineKind::kNaive;
-  if (!idle) {
-    // Nothing queued or running on it: free now instead of queuing an op (the common case when
-    // the frontend drops arrays the workers are done with, as in E5's loop).
+  // Deletion is not an op: on_delete waits on the variable itself and runs when its last queued
+  // access completes (see run_pending_delete), so it takes no queue slot and no hand-off. No new
+  // access can arrive: pushing a deleted variable throws.
+  bool now;
+  {
     std::lock_guard<SpinLock> lk(v->lock);
-    idle = !v->write_running && v->running_reads == 0 && v->head == nullptr;
-  }
-  if (idle) {
-    if (on_delete) {
-      try {
-        on_delete();
-      } catch (...) {
-        // on_delete must not throw (documented).
-      }
+    now = v->idle();
+    if (!now) {
+      v->on_delete = std::move(on_delete);
+      v->delete_pending = true;
     }
-  } else {
-    OprBlock* op = new_op(1);
-    op->kind = OpKind::kDelete;
-    op->name = "delete";
-    op->fn = std::move(on_delete);
-    op->nwrites = 1;
-    op->acc[0] = Access{op, v, nullptr, true};
-    pushed_all_.fetch_add(1, std::memory_order_seq_cst);
-    pushed_deletes_.fetch_add(1, std::memory_order_seq_cst);
-    enqueue_accesses(op);
   }
-  release_var(v);  // the handle we took; the queued deletion keeps v until it has run
+  if (now) run_deleter(on_delete);
+  var = Var();  // our handle: the variable itself lives until its accesses are done
 }
 
-void EngineImpl::run_delete(OprBlock* op) {
-  if (op->fn) {
-    try {
-      op->fn();
-    } catch (...) {
-      // on_delete must not throw (documented); never let it escape into a worker.
-    }
-    op->fn = nullptr;
+void EngineImpl::run_deleter(OpFunction& on_delete) {
+  if (!on_delete) return;
+  try {
+    on_delete();
+  } catch (...) {
+    // on_delete must not throw (documented); never let it escape into a worker.
   }
-  finish(op);
+  on_delete = nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -655,13 +651,10 @@ void EngineImpl::set_max_inflight(std::size_t ops, std::size_t bytes) {
 
 EngineStats EngineImpl::stats() const {
   EngineStats s;
-  // Deletions are rare: they have counters of their own, subtracted here, so that an ordinary op
-  // touches one counter on each side. Each total is bumped before its deletions' counter and read
-  // after it, so the differences never go negative.
-  const std::uint64_t fin_del = finished_deletes_.load(), push_del = pushed_deletes_.load();
+  // finished first: pushed only grows, so pending never goes negative.
   const std::uint64_t fin_all = finished_all_.load(), pushed_all = pushed_all_.load();
-  s.finished = fin_all - fin_del;
-  s.pushed = pushed_all - push_del;
+  s.finished = fin_all;
+  s.pushed = pushed_all;
   s.pending = pushed_all > fin_all ? pushed_all - fin_all : 0;
   s.inflight_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, inflight_bytes_.load()));
   s.live_vars = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g_live_vars.load()));

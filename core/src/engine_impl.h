@@ -54,13 +54,16 @@ struct VarBlock {
   // Set when the last handle went while accesses were still queued: the op whose completion
   // leaves the variable idle frees it.
   bool orphaned = false;
+  // Set by delete_var while accesses are queued: on_delete runs when the last one completes.
+  bool delete_pending = false;
+  OpFunction on_delete;
 
   bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
 
   ErrorRef error;  // guarded by EngineImpl::err_mu_
 };
 
-enum class OpKind : std::uint8_t { kNormal, kWait, kDelete };
+enum class OpKind : std::uint8_t { kNormal, kWait };
 
 // Set by a wait op, waited on by the thread in wait_to_read. Lives on the waiter's stack; the
 // signaller touches it only under mu, so the waiter may return once it holds mu with done set.
@@ -79,7 +82,7 @@ struct OprBlock {
   Device device{};
   const char* name = "op";
   std::size_t bytes = 0;
-  OpFunction fn;                          // kNormal: the work; kDelete: on_delete
+  OpFunction fn;                          // kNormal: the work
   WaitSignal* signal = nullptr;           // kWait
   ErrorRef error;                         // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
@@ -236,7 +239,8 @@ class EngineImpl {
   void execute(OprBlock* op, int worker);
   void finish(OprBlock* op);
   void run_wait(OprBlock* op);
-  void run_delete(OprBlock* op);
+  static void run_deleter(OpFunction& on_delete);
+  static void take_deleter(VarBlock* v, OpFunction& out);
   void run_naive(OprBlock* op);
 
   // Errors.
@@ -258,9 +262,7 @@ class EngineImpl {
 
   // Counters on separate cache lines: pushers write the first, workers the second.
   alignas(64) std::atomic<std::uint64_t> pushed_all_{0};  // normal + delete ops
-  std::atomic<std::uint64_t> pushed_deletes_{0};
   alignas(64) std::atomic<std::uint64_t> finished_all_{0};
-  std::atomic<std::uint64_t> finished_deletes_{0};
   alignas(64) std::atomic<std::int64_t> inflight_bytes_{0};
   std::atomic<std::uint64_t> seen_finished_{0};  // a lower bound of finished_all_, for push
   std::atomic<std::size_t> max_ops_{0}, max_bytes_{0};

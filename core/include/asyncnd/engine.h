@@ -97,7 +97,7 @@ struct DeviceStats {
 struct EngineStats {
   std::uint64_t pushed = 0;    // ops pushed (waits excluded)
   std::uint64_t finished = 0;  // ops finished, run or skipped after an error
-  std::uint64_t pending = 0;   // pushed - finished, deletions included
+  std::uint64_t pending = 0;   // pushed - finished
   std::uint64_t inflight_bytes = 0;  // PushOptions::bytes of pending ops (counted while a byte
                                      // bound is set; 0 otherwise)
   std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
