@@ -35,7 +35,10 @@ static void work(const char* what) {
 }
 
 int main() {
-  Engine& eng = engine();
+  // An engine of our own with two workers, so that independent ops can overlap even on a two-core
+  // machine (the process-wide engine(), which arrays use, keeps a core for the frontend and so
+  // has one worker there). Most programs just use engine().
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   std::printf("engine: %d CPU workers\n\n", eng.num_workers());
 
   // The data is ours; the engine only sees one variable per buffer. shared_ptr lets the ops

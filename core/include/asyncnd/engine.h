@@ -63,7 +63,8 @@ enum class EngineKind {
 
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
-  // CPU worker threads; 0 = std::thread::hardware_concurrency().
+  // CPU worker threads; 0 = one per hardware thread but one (at least one), leaving a core to the
+  // frontend thread that pushes.
   int cpu_workers = 0;
   // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
   std::size_t max_inflight_ops = 0;
