@@ -113,31 +113,26 @@ inline Values reduce(const Values& x, const Shape& s, int axis, Reduce kind) {
   return out;
 }
 
-// [m,k] x [k,n], double accumulation.
+// [m,k] x [k,n], double accumulation; with `magnitude`, the sum of |a||b| per element instead:
+// the bound on |c - ref| a float GEMM may reach is a few ulps of it.
 inline Values matmul(const Values& a, const Values& b, std::int64_t m, std::int64_t k,
-                     std::int64_t n) {
+                     std::int64_t n, bool magnitude = false) {
   Values c(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) acc += double(a[i * k + p]) * double(b[p * n + j]);
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double t = double(a[i * k + p]) * double(b[p * n + j]);
+        acc += magnitude ? std::fabs(t) : t;
+      }
       c[i * n + j] = static_cast<float>(acc);
     }
   return c;
 }
 
-// The bound on |c - ref| a float GEMM may reach: a few ulps of sum |a||b| per element.
 inline Values matmul_abs(const Values& a, const Values& b, std::int64_t m, std::int64_t k,
                          std::int64_t n) {
-  Values c(static_cast<std::size_t>(m * n));
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p)
-        acc += std::fabs(double(a[i * k + p]) * double(b[p * n + j]));
-      c[i * n + j] = static_cast<float>(acc);
-    }
-  return c;
+  return matmul(a, b, m, k, n, true);
 }
 
 // NumPy's transpose: axes reversed.

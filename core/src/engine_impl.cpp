@@ -337,19 +337,16 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
   if (a->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(a->op);
 }
 
-void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
+// Completes one access of a finished op: the variable grants what it can to its queued ops
+// (collected in `ready`), and a deletion waiting for the variable to go idle runs, before this
+// op counts as finished, so memory is back when waitall returns.
+void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
   bool orphan_idle;
   OpFunction deleter;
   {
     std::lock_guard<SpinLock> lk(v->lock);
-    if (--v->running_reads == 0 && v->head != nullptr) {
-      // invariant: with no write running, the queue's head is a write.
-      Access* a = v->head;
-      v->head = a->next;
-      if (!v->head) v->tail = nullptr;
-      v->write_running = true;
-      grant(a, ready);
-    }
+    if (write) complete_write_locked(v, ready);
+    else complete_read_locked(v, ready);
     take_deleter(v, deleter);
     orphan_idle = v->orphaned && v->idle();
   }
@@ -357,18 +354,15 @@ void EngineImpl::complete_read(VarBlock* v, ReadyList& ready) {
   if (orphan_idle) destroy_var(v);
 }
 
-void EngineImpl::complete_write(VarBlock* v, ReadyList& ready) {
-  bool orphan_idle;
-  OpFunction deleter;
-  {
-    std::lock_guard<SpinLock> lk(v->lock);
-    complete_write_locked(v, ready);
-    take_deleter(v, deleter);
-    orphan_idle = v->orphaned && v->idle();
+void EngineImpl::complete_read_locked(VarBlock* v, ReadyList& ready) {
+  if (--v->running_reads == 0 && v->head != nullptr) {
+    // invariant: with no write running, the queue's head is a write.
+    Access* a = v->head;
+    v->head = a->next;
+    if (!v->head) v->tail = nullptr;
+    v->write_running = true;
+    grant(a, ready);
   }
-  // The deletion runs before this op counts as finished, so memory is back when waitall returns.
-  run_deleter(deleter);
-  if (orphan_idle) destroy_var(v);
 }
 
 // Caller holds v->lock.
@@ -446,8 +440,8 @@ void EngineImpl::finish(OprBlock* op) {
   // do the granted ops run (a wait_to_read among them returns). So when waitall or a wait
   // returns, stats already include this op and its variables' references are gone.
   ReadyList ready;
-  for (int i = 0; i < op->nreads; ++i) complete_read(op->acc[i].var, ready);
-  for (int i = 0; i < op->nwrites; ++i) complete_write(op->acc[op->nreads + i].var, ready);
+  for (int i = 0; i < op->nreads; ++i) complete_access(op->acc[i].var, false, ready);
+  for (int i = 0; i < op->nwrites; ++i) complete_access(op->acc[op->nreads + i].var, true, ready);
   const std::size_t bytes = op->bytes;
   free_op(op);
   if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
@@ -471,7 +465,7 @@ void EngineImpl::run_wait(OprBlock* op) {
     err = take_error(v);
   }
   ReadyList ready;
-  complete_read(v, ready);
+  complete_access(v, false, ready);
   free_op(op);
   dispatch_all(ready);
   // Last: once done is set the waiter may return and its stack, holding s, goes away.

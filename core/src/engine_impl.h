@@ -230,9 +230,9 @@ class EngineImpl {
   void enqueue_accesses(OprBlock* op);
   void grant(Access* a, ReadyList& ready);
   void capture_poison(Access* a);
-  void complete_read(VarBlock* v, ReadyList& ready);
-  void complete_write(VarBlock* v, ReadyList& ready);
-  void complete_write_locked(VarBlock* v, ReadyList& ready);
+  void complete_access(VarBlock* v, bool write, ReadyList& ready);
+  void complete_read_locked(VarBlock* v, ReadyList& ready);   // caller holds v->lock
+  void complete_write_locked(VarBlock* v, ReadyList& ready);  // caller holds v->lock
   void submit(OprBlock* op, int priority);  // counts and queues a validated op
   void dispatch(OprBlock* op);
   void dispatch_all(ReadyList& ready);
