@@ -293,7 +293,7 @@ void e5() {
 int main() {
   try {
     std::printf("asyncnd: the chapter \"Asynchronous Computation\", natively\n");
-    std::printf("engine: %s, %d CPU workers\n",
+    std::printf("engine: %s, %d CPU worker(s)\n",
                 engine().kind() == EngineKind::kThreaded ? "threaded" : "naive", engine().num_workers());
     nd::seed(42);
     e1();
