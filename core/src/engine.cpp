@@ -2,6 +2,7 @@
 // EngineOptions::from_env.
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "engine_impl.h"
 
@@ -38,6 +39,45 @@ Var::~Var() { detail::EngineImpl::release_var(p_); }
 
 std::uint64_t Var::id() const { return p_ ? p_->id : 0; }
 bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acquire); }
+
+// ---------------------------------------------------------------------------------------------
+// Completion
+
+Completion& Completion::operator=(Completion&& other) noexcept {
+  if (this != &other) {
+    this->~Completion();  // the handle we held is dropped
+    op_ = other.op_;
+    other.op_ = nullptr;
+  }
+  return *this;
+}
+
+Completion::~Completion() {
+  if (!op_) return;
+  if (std::uncaught_exceptions() > 0 && detail::EngineImpl::current_async_op() == op_) {
+    // fn is throwing: the worker completes the op with that exception, not "dropped".
+    detail::OprBlock* op = op_;
+    op_ = nullptr;
+    op->engine->release_async(op);
+    return;
+  }
+  static const std::string kDropped = "completion dropped without done() or fail()";
+  complete(&kDropped);
+}
+
+void Completion::done() { complete(nullptr); }
+void Completion::fail(const std::string& message) { complete(&message); }
+
+void Completion::complete(const std::string* error) noexcept {
+  detail::OprBlock* op = op_;
+  if (!op) return;
+  op_ = nullptr;
+  if (!op->async_done.exchange(true, std::memory_order_acq_rel)) {
+    if (error) op->async_failed = detail::EngineImpl::op_error(op, *error);
+    op->engine->arrive_async(op);
+  }
+  op->engine->release_async(op);
+}
 
 // ---------------------------------------------------------------------------------------------
 // EngineOptions
@@ -83,6 +123,11 @@ void Engine::push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes
 void Engine::push(OpFunction fn, std::initializer_list<Var> reads,
                   std::initializer_list<Var> writes, PushOptions opts) {
   impl_->push(std::move(fn), reads.begin(), reads.size(), writes.begin(), writes.size(), opts);
+}
+
+void Engine::push_async(std::function<void(Completion)> fn, std::vector<Var> reads,
+                        std::vector<Var> writes, PushOptions opts) {
+  impl_->push_async(std::move(fn), reads.data(), reads.size(), writes.data(), writes.size(), opts);
 }
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }

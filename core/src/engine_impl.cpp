@@ -169,6 +169,11 @@ void recycle_op(OprBlock* op) {
   op->signal = nullptr;
   op->push_us = 0;
   op->profiled = false;
+  op->async = false;
+  op->async_done.store(false, std::memory_order_relaxed);
+  op->async_thrown = nullptr;
+  op->async_failed = nullptr;
+  op->engine = nullptr;
   op->seq = 0;
   op->priority = 0;
   op->bytes = 0;
@@ -200,7 +205,7 @@ void EngineImpl::free_op(OprBlock* op) {
 }
 
 void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
-                      std::size_t nwrites, const PushOptions& opts) {
+                      std::size_t nwrites, const PushOptions& opts, bool async) {
   const char* name = opts.name ? opts.name : "op";
   // Validate everything before taking ownership of anything: a bad call queues nothing.
   for (std::size_t i = 0; i < nreads; ++i) check_var(peek(reads[i]), name, "read");
@@ -235,6 +240,8 @@ void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const
   op->nwrites = n - op->nreads;
   op->kind = OpKind::kNormal;
   op->fn = std::move(fn);
+  op->async = async;
+  op->engine = this;
   op->priority = opts.priority;
   op->device = opts.device;
   op->name = name;
@@ -430,11 +437,93 @@ void EngineImpl::execute(OprBlock* op, int worker) {
 }
 
 void EngineImpl::run_op(OprBlock* op, int worker) {
+  if (op->async) {
+    run_async(op, worker);
+    return;
+  }
   execute(op, worker);
   finish(op);
 }
 
-void EngineImpl::finish(OprBlock* op) {
+// ---------------------------------------------------------------------------------------------
+// Asynchronous ops: fn gets a Completion; the op finishes once fn has returned and the Completion
+// was used (done, fail or dropped), whichever comes last, with fn's exception if it threw, else
+// fail()'s error. The record lives until both the call and the Completion object are gone.
+
+namespace {
+thread_local OprBlock* t_async_op = nullptr;  // the async op whose fn runs on this thread
+}
+
+OprBlock* EngineImpl::current_async_op() { return t_async_op; }
+
+void EngineImpl::push_async(std::function<void(Completion)> fn, const Var* reads,
+                            std::size_t nreads, const Var* writes, std::size_t nwrites,
+                            const PushOptions& opts) {
+  if (!fn) throw Error(std::string(opts.name ? opts.name : "op") + ": empty function");
+  push([f = std::move(fn)]() mutable { f(Completion(t_async_op)); }, reads, nreads, writes,
+       nwrites, opts, true);
+}
+
+void EngineImpl::run_async(OprBlock* op, int worker, int extra_refs) {
+  op->worker = worker;
+  op->start_us = op->profiled ? now_us() : 0;
+  if (op->error) {  // an input was poisoned: skip, as for any op
+    execute(op, worker);
+    if (kind_ != EngineKind::kNaive) finish(op);
+    return;
+  }
+  op->async_refs.store(2 + extra_refs, std::memory_order_relaxed);
+  op->async_pending.store(2, std::memory_order_relaxed);
+  // Moved out: a Completion used on another thread may finish the op while fn still runs here.
+  OpFunction f = std::move(op->fn);
+  OprBlock* outer = t_async_op;
+  t_async_op = op;
+  ErrorRef thrown;
+  try {
+    f();
+  } catch (...) {
+    thrown = wrap_error(op->name, op->device, std::current_exception());
+  }
+  t_async_op = outer;
+  f = nullptr;
+  if (thrown) {
+    op->async_thrown = std::move(thrown);
+    // fn threw before using its Completion (destroyed while unwinding, see ~Completion): the
+    // throw stands for it.
+    if (!op->async_done.exchange(true, std::memory_order_acq_rel)) arrive_async(op);
+  }
+  arrive_async(op);
+  release_async(op);
+}
+
+void EngineImpl::arrive_async(OprBlock* op) {
+  if (op->async_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    complete_async(op, op->async_thrown ? op->async_thrown : op->async_failed);
+  }
+}
+
+void EngineImpl::complete_async(OprBlock* op, ErrorRef err) {
+  if (err) {
+    record_error(err);
+    for (int i = 0; i < op->nwrites; ++i) set_error(op->acc[op->nreads + i].var, err);
+  }
+  if (op->profiled && profiling()) {
+    record_event(op, op->worker, op->start_us, now_us(), err != nullptr, false);
+  }
+  // The naive engine never queued the accesses: run_naive finishes the op itself.
+  if (kind_ != EngineKind::kNaive) finish(op, false);
+}
+
+void EngineImpl::release_async(OprBlock* op) {
+  if (op->async_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) free_op(op);
+}
+
+ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) {
+  return std::make_shared<const std::string>(std::string(op->name) + " failed on " +
+                                             op->device.str() + ": " + what);
+}
+
+void EngineImpl::finish(OprBlock* op, bool recycle) {
   // Order matters for what waiters observe: the variables grant their next ops first (collected,
   // not yet run), then the op releases its references, then it counts as finished, and only then
   // do the granted ops run (a wait_to_read among them returns). So when waitall or a wait
@@ -443,7 +532,7 @@ void EngineImpl::finish(OprBlock* op) {
   for (int i = 0; i < op->nreads; ++i) complete_access(op->acc[i].var, false, ready);
   for (int i = 0; i < op->nwrites; ++i) complete_access(op->acc[op->nreads + i].var, true, ready);
   const std::size_t bytes = op->bytes;
-  free_op(op);
+  if (recycle) free_op(op);
   if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
   if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
@@ -590,7 +679,21 @@ void EngineImpl::run_naive(OprBlock* op) {
     std::lock_guard<std::mutex> elk(err_mu_);
     for (int i = 0; i < op->nreads + op->nwrites && !op->error; ++i) op->error = op->acc[i].var->error;
   }
-  execute(op, -1);
+  if (op->async) {
+    const bool skipped = op->error != nullptr;
+    run_async(op, -1, 1);  // one more reference, ours, so that the record outlives the wait
+    if (!skipped) {
+      // Debug mode runs everything in push order: wait here until the op has completed.
+      while (op->async_pending.load(std::memory_order_acquire) != 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      finished_all_.fetch_add(1, std::memory_order_relaxed);
+      release_async(op);
+      return;
+    }
+  } else {
+    execute(op, -1);
+  }
   free_op(op);
   finished_all_.fetch_add(1, std::memory_order_relaxed);
 }

@@ -87,6 +87,18 @@ struct OprBlock {
   ErrorRef error;                         // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
   bool profiled = false;                  // pushed while the profiler ran
+  // Asynchronous ops (push_async) finish when both fn has returned and the Completion was used
+  // (async_pending); the record lives until both the call and the Completion object are gone
+  // (async_refs).
+  bool async = false;
+  std::atomic<bool> async_done{false};    // the first done()/fail()/drop counts
+  std::atomic<int> async_pending{0};
+  std::atomic<int> async_refs{0};
+  ErrorRef async_thrown;                  // what fn threw; written before the worker arrives
+  ErrorRef async_failed;                  // fail()'s error; written before the completion arrives
+  EngineImpl* engine = nullptr;
+  int worker = -1;
+  double start_us = 0;
   OprBlock* next = nullptr;               // ready-queue link
   std::uint64_t seq = 0;                  // push order, for the priority queue's ties
   Access* acc = nullptr;                  // nreads reads, then nwrites writes
@@ -184,7 +196,15 @@ class EngineImpl {
   Var new_var();
   // The caller's handles must stay alive until push returns.
   void push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
-            std::size_t nwrites, const PushOptions& opts);
+            std::size_t nwrites, const PushOptions& opts, bool async = false);
+  void push_async(std::function<void(Completion)> fn, const Var* reads, std::size_t nreads,
+                  const Var* writes, std::size_t nwrites, const PushOptions& opts);
+  // Called by Completion.
+  void complete_async(OprBlock* op, ErrorRef err);
+  void arrive_async(OprBlock* op);  // one of the two parties is done
+  void release_async(OprBlock* op);
+  static ErrorRef op_error(const OprBlock* op, const std::string& what);
+  static OprBlock* current_async_op();
   void wait_to_read(const Var& v);
   void waitall();
   void delete_var(Var v, OpFunction on_delete);
@@ -237,7 +257,8 @@ class EngineImpl {
   void dispatch(OprBlock* op);
   void dispatch_all(ReadyList& ready);
   void execute(OprBlock* op, int worker);
-  void finish(OprBlock* op);
+  void finish(OprBlock* op, bool recycle = true);
+  void run_async(OprBlock* op, int worker, int extra_refs = 0);
   void run_wait(OprBlock* op);
   static void run_deleter(OpFunction& on_delete);
   static void take_deleter(VarBlock* v, OpFunction& out);

@@ -18,6 +18,7 @@ namespace asyncnd {
 
 namespace detail {
 struct VarBlock;
+struct OprBlock;
 class EngineImpl;
 }  // namespace detail
 
@@ -118,6 +119,32 @@ struct ProfileEvent {
   bool skipped = false;  // not run: an input was poisoned by an earlier failure
 };
 
+// How an asynchronous op (Engine::push_async) says that it has finished: hand it to whatever
+// finishes the work (another thread, a device callback) and call done() or fail() there. Until
+// then the op counts as running: ops that depend on it wait, and so do waits. Move-only; the first
+// done()/fail() counts, later ones are ignored. Destroying a Completion that was never used fails
+// the op ("completion dropped"), so that a lost handle cannot hang a waiter. Thread safe.
+class Completion {
+ public:
+  Completion() = default;
+  Completion(Completion&& other) noexcept : op_(other.op_) { other.op_ = nullptr; }
+  Completion& operator=(Completion&& other) noexcept;
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+  ~Completion();
+
+  void done();
+  // The op fails with `message`: stored on what it writes and rethrown at the next wait, as if it
+  // had thrown.
+  void fail(const std::string& message);
+
+ private:
+  friend class detail::EngineImpl;
+  explicit Completion(detail::OprBlock* op) : op_(op) {}
+  void complete(const std::string* error) noexcept;
+  detail::OprBlock* op_ = nullptr;
+};
+
 // The engine. Every member function is thread safe unless it says otherwise.
 class Engine {
  public:
@@ -148,6 +175,13 @@ class Engine {
   // The same, for braced lists (`push(fn, {a, b}, {c})`): no vector is allocated.
   void push(OpFunction fn, std::initializer_list<Var> reads,
             std::initializer_list<Var> writes, PushOptions opts = {});
+
+  // Like push, but the op finishes when fn's Completion says so (done() or fail()) and fn has
+  // returned, whichever comes last: for work that completes elsewhere (a device, another thread)
+  // without holding a worker meanwhile. If fn throws, the op fails with that exception. In the
+  // naive engine, push_async returns only once the op has finished.
+  void push_async(std::function<void(Completion)> fn, std::vector<Var> reads,
+                  std::vector<Var> writes, PushOptions opts = {});
 
   // Blocks until every write to v pushed before this call has finished. If one of them failed (or
   // was skipped because of an earlier failure), rethrows that error once and clears it from v.

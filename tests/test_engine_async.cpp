@@ -1,0 +1,143 @@
+// Asynchronous ops (Engine::push_async): the op finishes when its Completion says so, without
+// holding a worker; failures, throws and dropped completions travel like any op's error.
+#include <catch2/catch.hpp>
+
+#include <asyncnd/engine.h>
+
+#include <atomic>
+#include <mutex>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using namespace asyncnd;
+
+namespace {
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+}  // namespace
+
+TEST_CASE("an async op finishes when its completion is used, not when fn returns",
+          "[engine][async]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var data = eng.new_var(), out = eng.new_var(), other = eng.new_var();
+  int value = 0, result = 0;
+  std::atomic<bool> fn_returned{false}, other_ran{false};
+  std::thread finisher;
+  eng.push_async(
+      [&](Completion c) {
+        // Hand the completion to another thread, as a device callback would, and return.
+        finisher = std::thread([&value, c = std::move(c)]() mutable {
+          sleep_ms(100);
+          value = 42;
+          c.done();
+        });
+        fn_returned = true;
+      },
+      {}, {data}, PushOptions{Device{}, 0, "load"});
+  eng.push([&] { result = value + 1; }, {data}, {out});
+  // The only worker is free while the load is in flight: an independent op runs meanwhile.
+  eng.push([&] { other_ran = true; }, {}, {other});
+  eng.wait_to_read(other);
+  CHECK(other_ran.load());
+  CHECK(fn_returned.load());
+  CHECK(eng.stats().pending >= 2);  // the load and its dependent
+  eng.wait_to_read(out);
+  CHECK(result == 43);
+  finisher.join();
+  eng.waitall();
+  CHECK(eng.stats().pending == 0);
+}
+
+TEST_CASE("async ops: fail, throw and a dropped completion become op errors", "[engine][async]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    Engine eng(EngineOptions{kind, 2});
+    Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var(), dep = eng.new_var();
+    std::atomic<int> dependents{0};
+
+    eng.push_async([](Completion done) { done.fail("device lost"); }, {}, {a},
+                   PushOptions{Device{}, 0, "gpu_kernel"});
+    eng.push([&] { ++dependents; }, {a}, {dep});
+    CHECK_THROWS_WITH(eng.wait_to_read(dep),
+                      Catch::Contains("gpu_kernel") && Catch::Contains("device lost"));
+    CHECK(dependents == 0);
+    CHECK_THROWS_WITH(eng.wait_to_read(a), Catch::Contains("device lost"));
+
+    eng.push_async([](Completion) { throw std::runtime_error("launch failed"); }, {}, {b},
+                   PushOptions{Device{}, 0, "launch"});
+    CHECK_THROWS_WITH(eng.wait_to_read(b),
+                      Catch::Contains("launch") && Catch::Contains("launch failed") &&
+                          !Catch::Contains("dropped"));
+
+    eng.push_async([](Completion) {}, {}, {c}, PushOptions{Device{}, 0, "forgetful"});
+    CHECK_THROWS_WITH(eng.wait_to_read(c),
+                      Catch::Contains("forgetful") && Catch::Contains("dropped"));
+
+    // done() twice: the second is ignored.
+    int x = 0;
+    eng.push_async(
+        [&](Completion done) {
+          x = 5;
+          done.done();
+          done.done();
+        },
+        {}, {a}, PushOptions{Device{}, 0, "twice"});
+    CHECK_NOTHROW(eng.wait_to_read(a));
+    CHECK(x == 5);
+    // A throw after done(): the op is not finished until fn returns, and fails with it.
+    eng.push_async(
+        [&](Completion done) {
+          done.done();
+          throw std::runtime_error("after done");
+        },
+        {}, {a}, PushOptions{Device{}, 0, "late_throw"});
+    CHECK_THROWS_WITH(eng.wait_to_read(a),
+                      Catch::Contains("late_throw") && Catch::Contains("after done"));
+    CHECK_NOTHROW(eng.waitall());
+    CHECK(eng.stats().pending == 0);
+  }
+}
+
+TEST_CASE("the naive engine's push_async returns once the op has completed", "[engine][async]") {
+  Engine eng(EngineOptions{EngineKind::kNaive});
+  Var v = eng.new_var();
+  std::atomic<bool> done{false};
+  std::thread t;
+  eng.push_async(
+      [&](Completion c) {
+        t = std::thread([&, c = std::move(c)]() mutable {
+          sleep_ms(30);
+          done = true;
+          c.done();
+        });
+      },
+      {}, {v});
+  CHECK(done.load());
+  t.join();
+}
+
+TEST_CASE("many async ops completed from other threads keep push order", "[engine][async]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = eng.new_var();
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  const int n = 200;
+  for (int i = 0; i < n; ++i) {
+    eng.push_async(
+        [&, i](Completion c) {
+          std::lock_guard<std::mutex> lk(mu);
+          threads.emplace_back([&order, i, c = std::move(c)]() mutable {
+            order.push_back(i);  // ordered by v: the next op starts only after done()
+            c.done();
+          });
+        },
+        {}, {v});
+  }
+  eng.wait_to_read(v);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& t : threads) t.join();
+  }
+  REQUIRE(order.size() == static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) REQUIRE(order[static_cast<std::size_t>(i)] == i);
+}
