@@ -6,6 +6,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "engine_impl.h"
+#include "recycler.h"
 
 namespace asyncnd {
 namespace detail {
@@ -123,45 +124,8 @@ void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) 
 // ---------------------------------------------------------------------------------------------
 // Ops
 
-// Op records are recycled through per-thread caches (ops are made by the pushing thread and
-// freed by workers, so full caches move in batches through one shared list): one malloc per op
-// costs more than the rest of a push.
 namespace {
-constexpr std::size_t kCacheMax = 256, kBatch = 128;
-struct GlobalPool {
-  SpinLock lock;
-  std::vector<std::vector<OprBlock*>> batches;  // of kBatch free ops each
-};
-// Never destroyed: workers of the process-wide engine may still recycle ops during exit.
-GlobalPool& g_pool = *new GlobalPool;
-
-struct OpCache {
-  std::vector<OprBlock*> free;
-  ~OpCache() {
-    for (OprBlock* op : free) delete op;
-  }
-};
-thread_local OpCache t_cache;
-
-OprBlock* alloc_op() {
-  auto& c = t_cache.free;
-  if (c.empty()) {
-    std::vector<OprBlock*> batch;
-    {
-      std::lock_guard<SpinLock> lk(g_pool.lock);
-      if (!g_pool.batches.empty()) {
-        batch = std::move(g_pool.batches.back());
-        g_pool.batches.pop_back();
-      }
-    }
-    if (batch.empty()) return new OprBlock;
-    if (c.capacity() < kCacheMax + 1) c.reserve(kCacheMax + 1);
-    c.insert(c.end(), batch.begin(), batch.end());
-  }
-  OprBlock* op = c.back();
-  c.pop_back();
-  return op;
-}
+OprBlock* alloc_op() { return Recycler<OprBlock>::get(); }
 
 void recycle_op(OprBlock* op) {
   op->heap_acc.reset();
@@ -178,14 +142,7 @@ void recycle_op(OprBlock* op) {
   op->priority = 0;
   op->bytes = 0;
   op->nreads = op->nwrites = 0;
-  auto& c = t_cache.free;
-  c.push_back(op);
-  if (c.size() > kCacheMax) {
-    std::vector<OprBlock*> batch(c.end() - kBatch, c.end());
-    c.resize(c.size() - kBatch);
-    std::lock_guard<SpinLock> lk(g_pool.lock);
-    g_pool.batches.push_back(std::move(batch));
-  }
+  Recycler<OprBlock>::put(op);
 }
 }  // namespace
 

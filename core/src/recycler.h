@@ -1,0 +1,89 @@
+// Recycler<T>: per-thread caches of freed records, exchanged in batches through one shared list.
+// Op records are made on the pushing thread and freed on a worker; a
+// malloc/free pair per record costs more than the rest of a push.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "sync.h"
+
+namespace asyncnd {
+namespace detail {
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASYNCND_RECYCLE 0  // let AddressSanitizer see every use after free
+#else
+#define ASYNCND_RECYCLE 1
+#endif
+
+template <class T>
+class Recycler {
+ public:
+  // A fresh T or a recycled one; the caller resets recycled state (see put).
+  static T* get() {
+#if ASYNCND_RECYCLE
+    auto& c = cache().free;
+    if (c.empty()) {
+      std::vector<T*> batch;
+      {
+        std::lock_guard<SpinLock> lk(shared().lock);
+        if (!shared().batches.empty()) {
+          batch = std::move(shared().batches.back());
+          shared().batches.pop_back();
+        }
+      }
+      if (batch.empty()) return new T;
+      if (c.capacity() < kCacheMax + 1) c.reserve(kCacheMax + 1);
+      c.insert(c.end(), batch.begin(), batch.end());
+    }
+    T* p = c.back();
+    c.pop_back();
+    return p;
+#else
+    return new T;
+#endif
+  }
+
+  // Takes back a T whose state the caller has reset to what get() promises its callers.
+  static void put(T* p) {
+#if ASYNCND_RECYCLE
+    auto& c = cache().free;
+    c.push_back(p);
+    if (c.size() > kCacheMax) {
+      std::vector<T*> batch(c.end() - kBatch, c.end());
+      c.resize(c.size() - kBatch);
+      std::lock_guard<SpinLock> lk(shared().lock);
+      shared().batches.push_back(std::move(batch));
+    }
+#else
+    delete p;
+#endif
+  }
+
+ private:
+  static constexpr std::size_t kCacheMax = 256, kBatch = 128;
+  struct Shared {
+    SpinLock lock;
+    std::vector<std::vector<T*>> batches;  // of kBatch free records each
+  };
+  struct Cache {
+    std::vector<T*> free;
+    ~Cache() {
+      for (T* p : free) delete p;
+    }
+  };
+  // Never destroyed: workers of the process-wide engine may still free records during exit.
+  static Shared& shared() {
+    static Shared* s = new Shared;
+    return *s;
+  }
+  static Cache& cache() {
+    thread_local Cache c;
+    return c;
+  }
+};
+
+}  // namespace detail
+}  // namespace asyncnd
