@@ -41,9 +41,9 @@ void EngineImpl::start(const EngineOptions& options) {
   kind_ = options.kind;
   max_ops_ = options.max_inflight_ops;
   max_bytes_ = options.max_inflight_bytes;
-  // Default: one worker per core but one, which the frontend thread keeps. With as many workers
-  // as cores, a frontend that keeps pushing shares a core with a busy worker whenever the
-  // scheduler puts them together, and every figure doubles, from run to run (bench/README.md).
+  // Default: one worker per core but one, which the frontend thread keeps: with as many workers
+  // as cores, a frontend that keeps pushing and busy workers are more runnable threads than
+  // cores. (GEMMs still use every core: BLAS has its own threads.)
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - 1);
   if (kind_ == EngineKind::kThreaded) {
