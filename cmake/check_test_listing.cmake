@@ -7,3 +7,9 @@ execute_process(COMMAND ${TEST_EXECUTABLE} --list-test-names-only
 if(NOT rc MATCHES "^[0-9]+$" OR out STREQUAL "")
   message(FATAL_ERROR "${TEST_EXECUTABLE} failed to list its tests (result: ${rc})\n${err}")
 endif()
+# catch_discover_tests splits names at ';' (a CMake list separator): such a test would be
+# registered as fragments that match no test case and pass without running anything.
+if(out MATCHES ";")
+  message(FATAL_ERROR "${TEST_EXECUTABLE}: a test name contains ';', which ctest cannot run; "
+                      "use another separator")
+endif()

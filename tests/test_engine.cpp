@@ -29,7 +29,7 @@ struct Gate {
 
 }  // namespace
 
-TEST_CASE("independent ops overlap; dependent ones never do", "[engine]") {
+TEST_CASE("independent ops overlap, dependent ones never do", "[engine]") {
   for (int workers : {2, 4, 8}) {
     Engine eng(EngineOptions{EngineKind::kThreaded, workers});
     Var a = eng.new_var(), b = eng.new_var();
@@ -69,7 +69,7 @@ TEST_CASE("independent ops overlap; dependent ones never do", "[engine]") {
   }
 }
 
-TEST_CASE("push returns at once; the naive engine runs ops inline", "[engine]") {
+TEST_CASE("push returns at once, the naive engine runs ops inline", "[engine]") {
   Engine threaded(EngineOptions{EngineKind::kThreaded, 2});
   Var v = threaded.new_var();
   std::atomic<bool> ran{false};
@@ -88,7 +88,7 @@ TEST_CASE("push returns at once; the naive engine runs ops inline", "[engine]") 
   CHECK(naive.kind() == EngineKind::kNaive);
 }
 
-TEST_CASE("an op's error surfaces at the wait and at waitall; dependents are skipped",
+TEST_CASE("an op's error surfaces at the wait and at waitall, dependents are skipped",
           "[engine][errors]") {
   for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
     Engine eng(EngineOptions{kind, 2});
