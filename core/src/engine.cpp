@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "asyncnd/detail/env.h"
 #include "engine_impl.h"
 
 namespace asyncnd {
@@ -94,13 +95,8 @@ EngineOptions EngineOptions::from_env() {
     }
   }
   if (const char* w = std::getenv("ASYNCND_CPU_WORKERS")) {
-    char* end = nullptr;
-    long n = std::strtol(w, &end, 10);
-    if (end == w || *end != '\0' || n < 0 || n > 1024) {
-      throw Error(std::string("ASYNCND_CPU_WORKERS: expected a count from 0 to 1024, got '") + w +
-                  "'");
-    }
-    o.cpu_workers = static_cast<int>(n);
+    o.cpu_workers = static_cast<int>(
+        detail::parse_env_uint("ASYNCND_CPU_WORKERS", w, 0, 1024, "a count"));
   }
   return o;
 }

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
 
 // AddressSanitizer cannot see a use-after-free of a block that sits in a cache, so its builds
@@ -505,16 +505,8 @@ CachingAllocator::Stats CachingAllocator::Impl::stats() const {
 
 std::size_t CachingAllocator::limit_from_env_value(const char* s) {
   if (s == nullptr) return kDefaultLimit;
-  // Same rule as ASYNCND_BLAS_THREADS: a bad value is an error, not a silent default. Digits
-  // only: strtoull alone would take "-1" (as a huge number) and " 5".
-  bool digits = *s != '\0';
-  for (const char* c = s; *c != '\0'; ++c) digits = digits && *c >= '0' && *c <= '9';
-  errno = 0;
-  const unsigned long long v = digits ? std::strtoull(s, nullptr, 10) : 0;
-  if (!digits || errno == ERANGE || v > kMaxEnvMiB) {
-    throw Error(std::string("ASYNCND_CPU_CACHE_MB: expected a size in MiB from 0 to ") +
-                std::to_string(kMaxEnvMiB) + ", got '" + s + "'");
-  }
+  const std::uint64_t v =
+      parse_env_uint("ASYNCND_CPU_CACHE_MB", s, 0, kMaxEnvMiB, "a size in MiB");
   return static_cast<std::size_t>(v) << 20;
 }
 

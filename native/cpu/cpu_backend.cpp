@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
 #include "cpu/caching_allocator.h"
 
@@ -44,14 +45,7 @@ int blas_threads_from_env() {
   unsigned hw = std::thread::hardware_concurrency();
   int threads = hw > 0 ? static_cast<int>(hw) : 1;
   if (const char* s = std::getenv("ASYNCND_BLAS_THREADS")) {
-    // Same rule as the engine's ASYNCND_CPU_WORKERS: a bad value is an error, not a silent default.
-    char* end = nullptr;
-    long v = std::strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < 1 || v > 1024) {
-      throw Error(std::string("ASYNCND_BLAS_THREADS: expected a count from 1 to 1024, got '") + s +
-                  "'");
-    }
-    threads = static_cast<int>(v);
+    threads = static_cast<int>(parse_env_uint("ASYNCND_BLAS_THREADS", s, 1, 1024, "a count"));
   }
   return threads;
 }
