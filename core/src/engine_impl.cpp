@@ -377,7 +377,7 @@ void EngineImpl::execute(OprBlock* op, int worker) {
     try {
       op->fn();
     } catch (...) {
-      err = wrap_error(op->name, op->device, std::current_exception());
+      err = wrap_error(op, std::current_exception());
       record_error(err);
       failed = true;
     }
@@ -439,7 +439,7 @@ void EngineImpl::run_async(OprBlock* op, int worker, int extra_refs) {
   try {
     f();
   } catch (...) {
-    thrown = wrap_error(op->name, op->device, std::current_exception());
+    thrown = wrap_error(op, std::current_exception());
   }
   t_async_op = outer;
   f = nullptr;
@@ -482,9 +482,9 @@ ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) {
 
 void EngineImpl::finish(OprBlock* op, bool recycle) {
   // Order matters for what waiters observe: the variables grant their next ops first (collected,
-  // not yet run), then the op releases its references, then it counts as finished, and only then
-  // do the granted ops run (a wait_to_read among them returns). So when waitall or a wait
-  // returns, stats already include this op and its variables' references are gone.
+  // not yet run; an orphaned variable left idle is freed, a pending deletion runs), then the op
+  // counts as finished, and only then do the granted ops run (a wait_to_read among them returns).
+  // So when waitall or a wait returns, stats already include this op and its memory is back.
   ReadyList ready;
   for (int i = 0; i < op->nreads; ++i) complete_access(op->acc[i].var, false, ready);
   for (int i = 0; i < op->nwrites; ++i) complete_access(op->acc[op->nreads + i].var, true, ready);
@@ -658,7 +658,7 @@ void EngineImpl::run_naive(OprBlock* op) {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-ErrorRef EngineImpl::wrap_error(const char* name, Device device, std::exception_ptr e) {
+ErrorRef EngineImpl::wrap_error(const OprBlock* op, std::exception_ptr e) {
   std::string what;
   try {
     std::rethrow_exception(e);
@@ -667,8 +667,7 @@ ErrorRef EngineImpl::wrap_error(const char* name, Device device, std::exception_
   } catch (...) {
     what = "unknown exception (not derived from std::exception)";
   }
-  return std::make_shared<const std::string>(std::string(name) + " failed on " + device.str() +
-                                             ": " + what);
+  return op_error(op, what);
 }
 
 void EngineImpl::set_error(VarBlock* v, const ErrorRef& e) {

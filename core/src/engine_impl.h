@@ -233,12 +233,6 @@ class EngineImpl {
 
  private:
   friend class DevicePool;
-  // Steals the reference of a handle: the op now owns it.
-  static VarBlock* take(Var& v) {
-    VarBlock* p = v.p_;
-    v.p_ = nullptr;
-    return p;
-  }
   static VarBlock* peek(const Var& v) { return v.p_; }
   void check_var(const VarBlock* v, const char* op, const char* role) const;
   DevicePool& pool_for(Device device);
@@ -265,7 +259,7 @@ class EngineImpl {
   void run_naive(OprBlock* op);
 
   // Errors.
-  static ErrorRef wrap_error(const char* name, Device device, std::exception_ptr e);
+  static ErrorRef wrap_error(const OprBlock* op, std::exception_ptr e);
   void set_error(VarBlock* v, const ErrorRef& e);  // caller holds no var lock
   ErrorRef take_error(VarBlock* v);               // clears; caller holds v->lock
   void record_error(ErrorRef e);

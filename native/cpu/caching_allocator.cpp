@@ -193,16 +193,7 @@ class ThreadCache {
 
   // Caching was turned off: give every block back to the OS.
   void release_all() noexcept {
-    for (int c = 0; c < kClasses; ++c) {
-      ClassList& l = lists_[c];
-      if (l.cur != nullptr) {
-        l.cur->count = l.count;
-        a_.release_chain(c, l.cur);
-      }
-      if (l.spare != nullptr) a_.release_chain(c, l.spare);
-      l = ClassList{};
-    }
-    bytes_.store(0, std::memory_order_relaxed);
+    drain([this](int c, FreeBlock* chain) { a_.release_chain(c, chain); });
   }
 
   std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -216,6 +207,21 @@ class ThreadCache {
     std::uint32_t count = 0;  // blocks in cur
     FreeBlock* spare = nullptr;
   };
+
+  // Hands every chain this thread holds to give(class, chain) and empties the lists.
+  template <class Give>
+  void drain(Give give) noexcept {
+    for (int c = 0; c < kClasses; ++c) {
+      ClassList& l = lists_[c];
+      if (l.cur != nullptr) {
+        l.cur->count = l.count;
+        give(c, l.cur);
+      }
+      if (l.spare != nullptr) give(c, l.spare);
+      l = ClassList{};
+    }
+    bytes_.store(0, std::memory_order_relaxed);
+  }
 
   void add_bytes(std::ptrdiff_t d) noexcept {  // owner only, so no read-modify-write is needed
     bytes_.store(bytes_.load(std::memory_order_relaxed) + static_cast<std::size_t>(d),
@@ -232,15 +238,7 @@ class ThreadCache {
 thread_local bool t_cache_gone = false;
 
 ThreadCache::~ThreadCache() {
-  for (int c = 0; c < kClasses; ++c) {
-    ClassList& l = lists_[c];
-    if (l.cur != nullptr) {
-      l.cur->count = l.count;
-      a_.put_chain(c, l.cur);
-    }
-    if (l.spare != nullptr) a_.put_chain(c, l.spare);
-  }
-  bytes_.store(0, std::memory_order_relaxed);
+  drain([this](int c, FreeBlock* chain) { a_.put_chain(c, chain); });
   a_.remove_thread(this);
   t_cache_gone = true;
 }
