@@ -21,5 +21,19 @@ Backend& backend_for(Device device, const char* op) {
   throw Error(std::string(op) + ": no device " + device.str() + (reason.empty() ? "" : ": " + reason));
 }
 
+void Backend::launch(int device_id, const KernelCall&, Completion) {
+  throw Error(name() + ": launch: no device kernels (device " + std::to_string(device_id) + ")");
+}
+
+void Backend::synchronize(int, const void*) {}
+
+void synchronize_devices() {
+  for (Backend* backend : builtin_backends()) {
+    if (backend->host_addressable()) continue;
+    const int count = backend->device_count();
+    for (int id = 0; id < count; ++id) backend->synchronize(id, nullptr);
+  }
+}
+
 }  // namespace detail
 }  // namespace asyncnd
