@@ -53,23 +53,9 @@ __global__ void map_strided_kernel(KernelCall::Map m, KernelCall::Strided p, con
                                    const float* b, float* out, std::int64_t n) {
   const bool binary = m.form == MapForm::kBinary;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    std::int64_t rem = i, oa = 0, ob = 0;
-    for (int d = p.ndim - 1; d >= 0; --d) {
-      const std::int64_t idx = rem % p.dims[d];
-      rem /= p.dims[d];
-      oa += idx * p.sa[d];
-      ob += idx * p.sb[d];
-    }
+    std::int64_t oa, ob;
+    k::strided_offsets(p, i, &oa, &ob);
     out[i] = k::apply_map(m, a[oa], binary ? b[ob] : 0.0f);
-  }
-}
-
-template <class A>
-__device__ float finish(ReduceFn fn, typename A::T v, std::int64_t len) {
-  switch (fn) {
-    case ReduceFn::kMean: return static_cast<float>(static_cast<double>(v) / static_cast<double>(len));
-    case ReduceFn::kNorm: return static_cast<float>(sqrt(static_cast<double>(v)));
-    default: return static_cast<float>(v);
   }
 }
 
@@ -91,7 +77,7 @@ __global__ void reduce_rows_kernel(ReduceFn fn, const float* x, float* out, std:
         part[threadIdx.x] = A::merge(part[threadIdx.x], part[threadIdx.x + s]);
       __syncthreads();
     }
-    if (threadIdx.x == 0) out[o] = finish<A>(fn, part[0], len);
+    if (threadIdx.x == 0) out[o] = k::reduce_finish(fn, part[0], len);
     __syncthreads();  // part[0] is read before the next row overwrites it
   }
 }
@@ -107,7 +93,7 @@ __global__ void reduce_cols_kernel(ReduceFn fn, const float* x, float* out, std:
     const float* col = x + o * len * inner + i;
     typename A::T acc = A::init();
     for (std::int64_t j = 0; j < len; ++j) acc = A::step(acc, col[j * inner]);
-    out[t] = finish<A>(fn, acc, len);
+    out[t] = k::reduce_finish(fn, acc, len);
   }
 }
 

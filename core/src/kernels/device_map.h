@@ -5,6 +5,7 @@
 // Also the per-element Philox value, as a device thread computes it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +54,32 @@ ASYNCND_HD inline float apply_map(const detail::KernelCall::Map& m, float a, flo
     case MapForm::kScalarLeft: return apply_binary(m.fn, m.scalar, a);
   }
   return a;
+}
+
+// Offsets into a and b of output element i of a strided map (KernelCall::Strided): i unravelled
+// over the output dims, innermost last, times each input's strides.
+ASYNCND_HD inline void strided_offsets(const detail::KernelCall::Strided& p, std::int64_t i,
+                                       std::int64_t* oa, std::int64_t* ob) {
+  std::int64_t rem = i, a = 0, b = 0;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    const std::int64_t idx = rem % p.dims[d];
+    rem /= p.dims[d];
+    a += idx * p.sa[d];
+    b += idx * p.sb[d];
+  }
+  *oa = a;
+  *ob = b;
+}
+
+// The value a reduction stores from its accumulator over `len` elements (cf. ops_reduce.cpp).
+template <class T>
+ASYNCND_HD inline float reduce_finish(detail::ReduceFn fn, T v, std::int64_t len) {
+  switch (fn) {
+    case detail::ReduceFn::kMean:
+      return static_cast<float>(static_cast<double>(v) / static_cast<double>(len));
+    case detail::ReduceFn::kNorm: return static_cast<float>(std::sqrt(static_cast<double>(v)));
+    default: return static_cast<float>(v);
+  }
 }
 
 // describe(f): the Map that apply_map runs as f. Binary functors describe the binary form.

@@ -67,8 +67,15 @@ void synchronize_devices();
 const std::vector<Backend*>& builtin_backends();
 
 // The backend for `device`, or asyncnd::Error("<op>: no device gpu(0): <reason>") if the device
-// does not exist.
+// does not exist. A registered backend (register_backend) is consulted before the built-in ones.
 Backend& backend_for(Device device, const char* op = "device");
+
+// Puts `backend` in front of the built-in backends for the devices it has (its kind, ids below its
+// device_count()), or removes it again (nullptr): for a backend that lives outside the library,
+// such as the tests' device emulated on the CPU (tests/emulated_device.h). One at a time. Call it
+// while no array of those devices exists and no op of theirs is queued; the backend must outlive
+// its use.
+void register_backend(Backend* backend);
 
 // Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.
