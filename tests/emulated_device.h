@@ -44,7 +44,18 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   bool host_addressable() const override { return false; }
 
   void* alloc(int, std::size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
-  void free(int, void* p, std::size_t) noexcept override { ::operator delete(p); }
+  // Stream-ordered, as the CUDA backend's cache makes it: ops queued before the free (which the
+  // engine already counts as finished) may still use the memory.
+  void free(int, void* p, std::size_t) noexcept override {
+    Task t;
+    t.free_ptr = p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(t));
+      ++queued_;
+    }
+    cv_.notify_all();
+  }
   void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
              const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
              float* c, std::int64_t ldc) override {
@@ -99,6 +110,7 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     KernelCall call;
     std::vector<float> staging;
     asyncnd::Completion done;
+    void* free_ptr = nullptr;  // a free, not a kernel
   };
 
   void run() {
@@ -111,7 +123,11 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
         t = std::move(queue_.front());
         queue_.pop_front();
       }
-      execute(t);
+      if (t.free_ptr) {
+        ::operator delete(t.free_ptr);
+      } else {
+        execute(t);
+      }
       t.done.done();  // a no-op unless it is a device-to-host copy
       {
         std::lock_guard<std::mutex> lock(mu_);
