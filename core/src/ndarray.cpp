@@ -144,7 +144,8 @@ void NDArray::wait_to_read() const {
   detail::check_defined("wait_to_read", *this);
   engine().wait_to_read(chunk_->var);
   // A device op counts as finished once queued on its device: wait for the device too.
-  if (!chunk_->device.is_cpu()) chunk_->backend->synchronize(chunk_->device.id, chunk_->data);
+  if (!chunk_->device.is_cpu() && chunk_->data)
+    chunk_->backend->synchronize(chunk_->device.id, chunk_->data);
 }
 
 std::vector<float> NDArray::to_vector() const {

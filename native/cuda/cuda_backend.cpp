@@ -17,6 +17,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <climits>
 #include <condition_variable>
 #include <cstring>
@@ -130,7 +131,10 @@ struct Pending {
 
 class DeviceState {
  public:
+  // Leaves the calling thread's current device as it was.
   DeviceState(int id, PinnedPool* pinned) : id_(id), pinned_(pinned) {
+    int previous = 0;
+    check(cudaGetDevice(&previous), "cudaGetDevice", id);
     check(cudaSetDevice(id), "cudaSetDevice", id);
     check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate", id);
     check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate", id);
@@ -140,6 +144,7 @@ class DeviceState {
     check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", id);
     poller_ = std::thread([this] { poll(); });
     poller_.detach();  // the state lives as long as the process (the backend is never destroyed)
+    check(cudaSetDevice(previous), "cudaSetDevice", previous);
   }
 
   int id() const { return id_; }
@@ -384,8 +389,8 @@ class CudaBackend final : public Backend {
       reason_ = "no GPU: cudaGetDeviceCount found 0 devices";
     } else {
       count_ = count;
-      states_.resize(static_cast<std::size_t>(count));
-      once_ = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(count));
+      states_ = std::make_unique<std::atomic<DeviceState*>[]>(static_cast<std::size_t>(count));
+      for (int i = 0; i < count; ++i) states_[static_cast<std::size_t>(i)].store(nullptr);
     }
   }
 
@@ -402,8 +407,7 @@ class CudaBackend final : public Backend {
 
   void* alloc(int device_id, std::size_t bytes) override { return state(device_id).alloc(bytes); }
   void free(int device_id, void* p, std::size_t) noexcept override {
-    if (!p || device_id < 0 || device_id >= count_ || !states_[device_id]) return;
-    states_[device_id]->free(p);
+    if (DeviceState* d = started(device_id)) d->free(p);  // memory comes from a started device
   }
 
   // Runs on the calling thread's current device, on its compute stream, and waits for it.
@@ -441,7 +445,9 @@ class CudaBackend final : public Backend {
   }
 
   void synchronize(int device_id, const void* p) override {
-    DeviceState& d = state(device_id);
+    DeviceState* started_state = started(device_id);
+    if (!started_state) return;  // never used: nothing queued (and no need to start it)
+    DeviceState& d = *started_state;
     if (p) {
       d.wait_host(p);
       return;
@@ -454,12 +460,18 @@ class CudaBackend final : public Backend {
     if (id < 0 || id >= count_)
       throw Error("cuda: no device gpu(" + std::to_string(id) + ")" +
                   (reason_.empty() ? "" : ": " + reason_));
-    std::call_once(once_[static_cast<std::size_t>(id)],
-                   [&] { states_[static_cast<std::size_t>(id)] = std::make_unique<DeviceState>(id, &pinned_); });
-    return *states_[static_cast<std::size_t>(id)];
+    std::atomic<DeviceState*>& slot = states_[static_cast<std::size_t>(id)];
+    if (DeviceState* d = slot.load(std::memory_order_acquire)) return *d;
+    std::lock_guard<std::mutex> lock(start_mu_);
+    if (DeviceState* d = slot.load(std::memory_order_acquire)) return *d;
+    auto* d = new DeviceState(id, &pinned_);  // leaked with the backend
+    slot.store(d, std::memory_order_release);
+    return *d;
   }
-  bool started(int id) const {
-    return id >= 0 && id < count_ && states_[static_cast<std::size_t>(id)] != nullptr;
+  // The state of a device already in use, or null.
+  DeviceState* started(int id) const {
+    if (id < 0 || id >= count_) return nullptr;
+    return states_[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
   }
 
  private:
@@ -515,6 +527,7 @@ class CudaBackend final : public Backend {
     // another device is fine there). Completes when done, so that the source's next writer, on
     // the other device's streams, cannot overtake the copy.
     DeviceState& s = state(src.id);
+    check(cudaSetDevice(d.id()), "cudaSetDevice", d.id());
     s.wait_for(d.copy(), c.a);
     d.wait_for(d.copy(), c.out);
     check(cudaMemcpyPeerAsync(c.out, dst.id, c.a, src.id, bytes, d.copy()), "cudaMemcpyPeerAsync",
@@ -528,8 +541,8 @@ class CudaBackend final : public Backend {
   int count_ = 0;
   std::string reason_;
   PinnedPool pinned_;
-  std::vector<std::unique_ptr<DeviceState>> states_;
-  std::unique_ptr<std::once_flag[]> once_;
+  std::unique_ptr<std::atomic<DeviceState*>[]> states_;
+  std::mutex start_mu_;
 };
 
 CudaBackend& instance() {
@@ -552,8 +565,8 @@ std::string cuda_device_name(int device) {
 }
 
 std::size_t cuda_cached_bytes(int device) {
-  CudaBackend& be = instance();
-  return be.started(device) ? be.state(device).cached_bytes() : 0;
+  DeviceState* d = instance().started(device);
+  return d ? d->cached_bytes() : 0;
 }
 
 double cuda_direct_sgemm_seconds(int device, std::int64_t n, int reps) {
