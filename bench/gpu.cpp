@@ -28,25 +28,12 @@
 #include "cuda/cuda_backend.h"
 #endif
 
+#include "bench_util.h"
+
 using namespace asyncnd;
-using Clock = std::chrono::steady_clock;
+using namespace asyncnd_bench;
 
 namespace {
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string bench_dir() {
-#ifdef ASYNCND_SOURCE_DIR
-  if (!std::filesystem::exists("bench/e1_numpy.py")) return ASYNCND_SOURCE_DIR "/bench";
-#endif
-  return "bench";
-}
 
 std::vector<std::pair<std::string, double>> g_figures;
 void record(const std::string& key, double v, const char* what) {

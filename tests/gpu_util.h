@@ -7,6 +7,7 @@
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <iostream>
 #include <string>
 
@@ -24,6 +25,13 @@ inline int real_gpu_count(std::string* reason) {
     return n;
   }
   if (reason) *reason = "this build has no GPU backend (ASYNCND_WITH_CUDA=OFF, or no nvcc found)";
+  return 0;
+}
+
+// Bytes the engine's stats count as in use on `device`.
+inline std::uint64_t device_bytes_in_use(asyncnd::Device device) {
+  for (const auto& d : asyncnd::engine().stats().devices)
+    if (d.device == device) return d.bytes_in_use;
   return 0;
 }
 

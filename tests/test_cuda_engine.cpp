@@ -87,11 +87,7 @@ TEST_CASE("cuda: a failing kernel launch poisons its outputs with CUDA's error t
 TEST_CASE("cuda: device bytes in the engine's stats, freed blocks are cached", "[gpu][engine]") {
   if (!gpus_or_skip("cuda allocator")) return;
   leak_checked([] {
-    auto gpu_bytes = [] {
-      for (const auto& d : engine().stats().devices)
-        if (d.device == Device::gpu(0)) return d.bytes_in_use;
-      return std::uint64_t{0};
-    };
+    const auto gpu_bytes = [] { return device_bytes_in_use(Device::gpu(0)); };
     const auto before = gpu_bytes();
     {
       const NDArray a = nd::zeros({1 << 20}, Device::gpu(0));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emulated_device.h"
+#include "gpu_util.h"
 #include "ops_test_util.h"
 
 using namespace asyncnd;
@@ -65,11 +66,7 @@ TEST_CASE("device path: an op that fails on the device poisons what it writes, t
 TEST_CASE("device path: device bytes appear in the engine's stats", "[device]") {
   ScopedEmulatedGpu emulated;
   leak_checked([] {
-    auto gpu_bytes = [] {
-      for (const auto& d : engine().stats().devices)
-        if (d.device == Device::gpu(0)) return d.bytes_in_use;
-      return std::uint64_t{0};
-    };
+    const auto gpu_bytes = [] { return device_bytes_in_use(Device::gpu(0)); };
     const auto before = gpu_bytes();
     {
       const NDArray a = nd::zeros({1000}, Device::gpu(0));

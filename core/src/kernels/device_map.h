@@ -100,19 +100,18 @@ inline MapDesc describe(SigmoidOp) { return {MapFn::kSigmoid, MapForm::kUnary, 0
 inline MapDesc describe(TanhOp) { return {MapFn::kTanh, MapForm::kUnary, 0.0f}; }
 // PowScalarOp{e}(a) is pow(a, e), which is PowOp bound on the right.
 inline MapDesc describe(PowScalarOp f) { return {MapFn::kPow, MapForm::kScalarRight, f.e}; }
-template <class Op>
-MapDesc describe(BindRight<Op> f) {
-  MapDesc m = describe(f.op);
-  m.form = MapForm::kScalarRight;
-  m.scalar = f.s;
+inline MapDesc bind(MapDesc m, MapForm form, float s) {
+  m.form = form;
+  m.scalar = s;
   return m;
 }
 template <class Op>
+MapDesc describe(BindRight<Op> f) {
+  return bind(describe(f.op), MapForm::kScalarRight, f.s);
+}
+template <class Op>
 MapDesc describe(BindLeft<Op> f) {
-  MapDesc m = describe(f.op);
-  m.form = MapForm::kScalarLeft;
-  m.scalar = f.s;
-  return m;
+  return bind(describe(f.op), MapForm::kScalarLeft, f.s);
 }
 
 // The four values of Philox block `block` of `stream` under `key`, as philox_fill writes them
