@@ -5,7 +5,7 @@
 #   make test           build + ctest, then make test-sanitize
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make bench          benchmarks -> bench/results/native.json
+#   make bench          benchmarks -> bench/results/native.json (and gpu.json with a GPU)
 #   make clean          removes the build trees
 
 SHELL := /bin/bash
@@ -59,6 +59,8 @@ demo: build
 
 bench: build
 	./build/bench_native
+	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.
+	./build/bench_gpu
 
 clean:
 	rm -rf build build-tsan build-asan

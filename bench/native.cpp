@@ -38,19 +38,12 @@
 #include <utility>
 #include <vector>
 
+#include "bench_util.h"
+
 using namespace asyncnd;
-using Clock = std::chrono::steady_clock;
+using namespace asyncnd_bench;
 
 namespace {
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -289,14 +282,6 @@ void bench_e1() {
   record("e1_engine_sync_s", median(sync), "wait_to_read after every op (NumPy-style, float32)");
 }
 
-// bench/ of the repository: the current directory's (`make bench` runs from the root), else the
-// source directory the build baked in.
-std::string bench_dir() {
-#ifdef ASYNCND_SOURCE_DIR
-  if (!std::filesystem::exists("bench/e1_numpy.py")) return ASYNCND_SOURCE_DIR "/bench";
-#endif
-  return "bench";
-}
 std::filesystem::path default_out() { return bench_dir() + "/results/native.json"; }
 
 // Runs the chapter's E1 in NumPy. Done first, before the engine starts, so that no engine or

@@ -5,7 +5,10 @@
 #include "cpu/cpu_backend.h"
 
 #ifndef ASYNCND_HAVE_CUDA
-#define ASYNCND_HAVE_CUDA 0
+#error "the build defines ASYNCND_HAVE_CUDA (0 or 1) on this target"
+#endif
+#if ASYNCND_HAVE_CUDA
+#include "cuda/cuda_backend.h"
 #endif
 
 namespace asyncnd {
@@ -16,7 +19,7 @@ const std::vector<Backend*>& builtin_backends() {
   static const std::vector<Backend*>* backends = new std::vector<Backend*>{
       &cpu_backend(),
 #if ASYNCND_HAVE_CUDA
-      &cuda_backend(),  // native/cuda/ (not written yet)
+      &cuda_backend(),  // native/cuda/: device_count() is 0 without a GPU or driver
 #endif
   };
   return *backends;

@@ -1,4 +1,6 @@
-// backend_for: maps a Device to the built-in backend that serves it, or a clear error.
+// backend_for: maps a Device to the registered or built-in backend that serves it, or a clear
+// error; the default device-backend entries; synchronize_devices.
+#include <atomic>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -7,7 +9,20 @@
 namespace asyncnd {
 namespace detail {
 
+namespace {
+std::atomic<Backend*> g_registered{nullptr};
+
+Backend* registered_for(Device device) {
+  Backend* r = g_registered.load(std::memory_order_acquire);
+  if (r && r->kind() == device.kind && device.id >= 0 && device.id < r->device_count()) return r;
+  return nullptr;
+}
+}  // namespace
+
+void register_backend(Backend* backend) { g_registered.store(backend, std::memory_order_release); }
+
 Backend& backend_for(Device device, const char* op) {
+  if (Backend* r = registered_for(device)) return *r;
   std::string reason = device.is_gpu() ? "this build has no GPU backend" : "no backend for it";
   for (Backend* backend : builtin_backends()) {
     if (backend->kind() != device.kind) continue;
@@ -19,6 +34,24 @@ Backend& backend_for(Device device, const char* op) {
     break;
   }
   throw Error(std::string(op) + ": no device " + device.str() + (reason.empty() ? "" : ": " + reason));
+}
+
+void Backend::launch(int device_id, const KernelCall&, Completion) {
+  throw Error(name() + ": launch: no device kernels (device " + std::to_string(device_id) + ")");
+}
+
+void Backend::synchronize(int, const void*) {}
+
+void synchronize_devices() {
+  if (Backend* r = g_registered.load(std::memory_order_acquire)) {
+    if (!r->host_addressable())
+      for (int id = 0; id < r->device_count(); ++id) r->synchronize(id, nullptr);
+  }
+  for (Backend* backend : builtin_backends()) {
+    if (backend->host_addressable()) continue;
+    const int count = backend->device_count();
+    for (int id = 0; id < count; ++id) backend->synchronize(id, nullptr);
+  }
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "asyncnd/detail/backend.h"
 #include "asyncnd/detail/env.h"
 #include "engine_impl.h"
 
@@ -127,7 +128,12 @@ void Engine::push_async(std::function<void(Completion)> fn, std::vector<Var> rea
 }
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }
-void Engine::waitall() { impl_->waitall(); }
+void Engine::waitall() {
+  impl_->waitall();
+  // Device ops count as finished once queued on their device (Backend::launch); the barrier also
+  // waits for the devices themselves. A no-op loop when no device backend is built.
+  detail::synchronize_devices();
+}
 void Engine::delete_var(Var v, OpFunction on_delete) {
   impl_->delete_var(std::move(v), std::move(on_delete));
 }

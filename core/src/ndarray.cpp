@@ -106,7 +106,9 @@ std::int64_t checked_size(const char* op, const Shape& shape) {
 }
 
 void check_kernels(const char* op, Device device) {
-  if (!device.is_cpu())
+  // The CPU runs the portable kernels; any other device brings its own (Backend::launch).
+  if (device.is_cpu()) return;
+  if (backend_for(device, op).host_addressable())
     throw Error(std::string(op) + ": no kernels for " + device.str() + " in this build");
 }
 
@@ -141,10 +143,14 @@ const Var& NDArray::var() const {
 void NDArray::wait_to_read() const {
   detail::check_defined("wait_to_read", *this);
   engine().wait_to_read(chunk_->var);
+  // A device op counts as finished once queued on its device: wait for the device too.
+  if (!chunk_->device.is_cpu() && chunk_->data)
+    chunk_->backend->synchronize(chunk_->device.id, chunk_->data);
 }
 
 std::vector<float> NDArray::to_vector() const {
   detail::check_defined("to_vector", *this);
+  if (!chunk_->device.is_cpu()) return copy_to(Device::cpu()).to_vector();
   engine().wait_to_read(chunk_->var);
   const std::int64_t n = size();
   std::vector<float> out(static_cast<std::size_t>(n));
@@ -157,6 +163,7 @@ float NDArray::item() const {
   if (size() != 1)
     throw Error("item: expected an array of size 1, got " + shape_str(shape_) + " (" +
                 std::to_string(size()) + " elements)");
+  if (!chunk_->device.is_cpu()) return copy_to(Device::cpu()).item();
   engine().wait_to_read(chunk_->var);
   return chunk_->data[0];
 }
@@ -271,15 +278,17 @@ void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t
 
 std::ostream& operator<<(std::ostream& os, const NDArray& a) {
   detail::check_defined("print", a);
-  a.wait_to_read();
+  // The values of a device array are printed from a host copy.
+  const NDArray host = a.device().is_cpu() ? a : a.copy_to(Device::cpu());
+  host.wait_to_read();
   const Shape& shape = a.shape();
   std::ostringstream s;
   if (shape.empty()) {
-    s << format_value(a.unsafe_data()[0]);
+    s << format_value(host.unsafe_data()[0]);
   } else if (a.size() == 0) {
     s << "[]";
   } else {
-    print_rec(s, a.unsafe_data(), shape, 0, 0, a.size() > kPrintThreshold);
+    print_rec(s, host.unsafe_data(), shape, 0, 0, a.size() > kPrintThreshold);
   }
   s << " <NDArray ";
   if (shape.empty()) s << "scalar";

@@ -8,6 +8,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
+#include "device_ops.h"
 #include "kernels/elementwise.h"
 #include "ops_common.h"
 
@@ -24,6 +25,15 @@ NDArray filled(const char* op, Shape shape, float value, Device device) {
   const std::int64_t n = out.size();
   if (n == 0) return out;
   float* p = detail::data_of(out);
+  if (!device.is_cpu()) {
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kFill;
+    c.out = p;
+    c.n = n;
+    c.map.scalar = value;
+    detail::push_device(op, c, device, out, {});
+    return out;
+  }
   detail::push_op(op,
                   [p, n, value] {
                     detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
@@ -72,6 +82,15 @@ NDArray arange(float start, float stop, float step, Device device) {
   if (n == 0) return out;
   float* p = detail::data_of(out);
   const double s0 = start, st = step;
+  if (!device.is_cpu()) {
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kArange;
+    c.out = p;
+    c.n = n;
+    c.arange = {s0, st};
+    detail::push_device(kOp, c, device, out, {});
+    return out;
+  }
   detail::push_op(kOp,
                   [p, n, s0, st] {
                     detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
@@ -92,6 +111,10 @@ NDArray from_vector(std::vector<float> values, Shape shape, Device device) {
     throw Error(std::string(kOp) + ": " + std::to_string(values.size()) +
                 " values do not fill shape " + shape_str(shape) + " (" + std::to_string(n) +
                 " elements)");
+  if (!device.is_cpu()) {  // through host memory and a host-to-device copy
+    detail::backend_for(device, kOp);
+    return copy_to(from_vector(std::move(values), std::move(shape)), device);
+  }
   NDArray out = detail::new_array(kOp, std::move(shape), device);
   if (n == 0) return out;
   float* p = detail::data_of(out);
@@ -113,14 +136,22 @@ NDArray copy_to(const NDArray& a, Device device) {
   static const char* kOp = "copy_to";
   detail::check_defined(kOp, a);
   detail::backend_for(device, kOp);  // "copy_to: no device gpu(0): ..." before anything else
-  if (!a.device().is_cpu() || !device.is_cpu())
-    throw Error(std::string(kOp) + ": copies between " + a.device().str() + " and " + device.str() +
-                " are not supported in this build");
   NDArray out = detail::new_array(kOp, a.shape(), device);
   const std::int64_t n = out.size();
   if (n == 0) return out;
   const float* src = detail::data_of(a);
   float* dst = detail::data_of(out);
+  if (!a.device().is_cpu() || !device.is_cpu()) {
+    // Host<->device and device<->device: the device side's backend copies, on its worker.
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kCopy;
+    c.a = src;
+    c.out = dst;
+    c.n = n;
+    c.copy = {a.device(), device};
+    detail::push_device(kOp, c, device.is_cpu() ? a.device() : device, out, {&a});
+    return out;
+  }
   detail::push_op(kOp,
                   [src, dst, n] {
                     detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {

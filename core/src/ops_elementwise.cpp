@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "asyncnd/ops.h"
+#include "device_ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
 #include "ops_common.h"
@@ -72,6 +73,10 @@ void queue_binary(const char* op, const NDArray& a, const NDArray& b, const NDAr
                   PlanPtr plan, F f, std::int64_t grain, bool inplace) {
   const std::int64_t n = out.size();
   if (n == 0) return;
+  if (!out.device().is_cpu()) {
+    detail::push_map(op, k::describe(f), a, &b, out, plan.get(), !inplace);
+    return;
+  }
   const float* pa = detail::data_of(a);
   const float* pb = detail::data_of(b);
   float* po = detail::data_of(out);
@@ -134,6 +139,10 @@ NDArray unary(const char* op, const NDArray& a, F f, std::int64_t grain = kGrain
   NDArray out = detail::new_array(op, a.shape(), a.device());
   const std::int64_t n = out.size();
   if (n == 0) return out;
+  if (!out.device().is_cpu()) {
+    detail::push_map(op, k::describe(f), a, nullptr, out, nullptr);
+    return out;
+  }
   const float* pa = detail::data_of(a);
   float* po = detail::data_of(out);
   detail::push_op(op,
@@ -166,8 +175,12 @@ void inplace_scalar(const char* op, NDArray& target, float v, F f) {
   detail::check_kernels(op, target.device());
   const std::int64_t n = target.size();
   if (n == 0) return;
-  float* p = detail::data_of(target);
   const k::BindRight<F> g{f, v};
+  if (!target.device().is_cpu()) {
+    detail::push_map(op, k::describe(g), target, nullptr, target, nullptr, false);
+    return;
+  }
+  float* p = detail::data_of(target);
   detail::push_op(
       op,
       [=] {

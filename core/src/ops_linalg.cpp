@@ -5,6 +5,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
+#include "device_ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
 #include "ops_common.h"
@@ -31,6 +32,17 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b) {
   const float* pa = detail::data_of(a);
   const float* pb = detail::data_of(b);
   float* pc = detail::data_of(out);
+  if (!out.device().is_cpu()) {
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kGemm;
+    c.a = pa;
+    c.b = pb;
+    c.out = pc;
+    c.n = m * n;
+    c.gemm = {false, false, m, n, k, k, n, n, 1.0f, 0.0f};
+    detail::push_device(op, c, out.device(), out, {&a, &b});
+    return out;
+  }
   // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
   detail::push_op(op,
                   [=] { backend->sgemm(false, false, m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n); },
@@ -69,6 +81,20 @@ NDArray transpose(const NDArray& a) {
   if (n == 0) return out;
   const float* pa = detail::data_of(a);
   float* po = detail::data_of(out);
+  if (!out.device().is_cpu()) {
+    if (nd != 2) {  // a copy (0-D, 1-D) or a permuted walk (N-D)
+      detail::push_map(kOp, kernels::describe(kernels::CopyOp{}), a, nullptr, out, plan.get());
+      return out;
+    }
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kTranspose2d;
+    c.a = pa;
+    c.out = po;
+    c.n = n;
+    c.transpose = {in[0], in[1]};
+    detail::push_device(kOp, c, out.device(), out, {&a});
+    return out;
+  }
   if (nd == 2) {
     const std::int64_t rows = in[0], cols = in[1];
     // Split by output rows (input columns), each holding `rows` elements.

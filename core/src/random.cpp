@@ -21,6 +21,7 @@
 #include <string>
 
 #include "asyncnd/ops.h"
+#include "device_ops.h"
 #include "kernels/philox.h"
 #include "ops_common.h"
 
@@ -86,6 +87,17 @@ NDArray make_random(const char* op, kernels::Dist dist, Shape shape, float a, fl
   const std::int64_t n = out.size();
   if (n == 0) return out;
   float* p = detail::data_of(out);
+  if (!out.device().is_cpu()) {
+    detail::KernelCall c;
+    c.kind = detail::KernelCall::Kind::kRandom;
+    c.out = p;
+    c.n = n;
+    c.random = {dist == kernels::Dist::kUniform ? detail::RandomDist::kUniform
+                                                : detail::RandomDist::kNormal,
+                key, stream, a, b};
+    detail::push_device(op, c, out.device(), out, {});
+    return out;
+  }
   detail::push_op(op,
                   [=] {
                     detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {

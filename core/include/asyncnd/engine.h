@@ -186,11 +186,14 @@ class Engine {
   // Blocks until every write to v pushed before this call has finished. If one of them failed (or
   // was skipped because of an earlier failure), rethrows that error once and clears it from v.
   // Throws asyncnd::Error for a null or deleted variable. Must not be called from inside an op.
+  // A GPU op counts as finished once queued on its device's stream: NDArray::wait_to_read (not
+  // this call) also waits for the device.
   void wait_to_read(const Var& v);
 
   // Blocks until every op pushed before this call has finished, and every op those ops pushed
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
+  // Then waits for every GPU to finish its queued work, and throws a device error if one failed.
   // Must not be called from inside an op.
   void waitall();
 

@@ -45,14 +45,17 @@ class NDArray {
   const Var& var() const;
 
   // Blocking: waits until every queued write of this array has finished; rethrows an error of the
-  // op that computed it (once).
+  // op that computed it (once). For a GPU array, also waits for the device to finish those writes
+  // and throws asyncnd::Error with the device's error text if it failed.
   void wait_to_read() const;
-  // Blocking: waits, then copies the values out (row-major).
+  // Blocking: waits, then copies the values out (row-major); a GPU array through a device-to-host
+  // copy.
   std::vector<float> to_vector() const;
   // Blocking: the single value of an array of size 1. Throws if size() != 1.
   float item() const;
 
-  // Raw storage; does not wait. Read it only after wait_to_read(); never write it.
+  // Raw storage; does not wait. Read it only after wait_to_read(); never write it. For a GPU
+  // array this is a device pointer, which the CPU must not dereference.
   const float* unsafe_data() const;
 
   // Non-blocking views and copies.

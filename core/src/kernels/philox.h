@@ -132,6 +132,16 @@ ASYNCND_HD inline void box_muller(std::uint32_t x0, std::uint32_t x1, float* z0,
   *z1 = r * s;
 }
 
+// The largest float below hi (hi finite), toward -inf.
+ASYNCND_HD inline float float_below(float hi) {
+  std::uint32_t hb;
+  std::memcpy(&hb, &hi, 4);
+  hb = (hi > 0.0f) ? hb - 1u : (hi < 0.0f ? hb + 1u : 0x80000001u);
+  float below;
+  std::memcpy(&below, &hb, 4);
+  return below;
+}
+
 enum class Dist { kUniform, kNormal };
 
 // Batch of kPhiloxBatch consecutive blocks, structure-of-arrays, so each round is one vector loop.
@@ -170,13 +180,7 @@ ASYNCND_BATCH_INLINE void philox_batch(std::uint64_t key, std::uint64_t stream, 
   if (dist == Dist::kUniform) {
     // a + b*u can round up to a+b when |a| >> b; the largest float below it keeps [lo, hi).
     const float hi = a + b;
-    float below = hi;
-    {
-      std::uint32_t hb;
-      std::memcpy(&hb, &hi, 4);
-      hb = (hi > 0.0f) ? hb - 1u : (hi < 0.0f ? hb + 1u : 0x80000001u);
-      std::memcpy(&below, &hb, 4);
-    }
+    const float below = float_below(hi);
     for (int j = 0; j < kPhiloxBatch; ++j) {
       float u0 = a + b * uniform01(c0[j]), u1 = a + b * uniform01(c1[j]);
       float u2 = a + b * uniform01(c2[j]), u3 = a + b * uniform01(c3[j]);

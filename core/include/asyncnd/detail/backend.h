@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "asyncnd/detail/kernel_call.h"
 #include "asyncnd/device.h"
+#include "asyncnd/engine.h"
 
 namespace asyncnd {
 namespace detail {
@@ -36,15 +38,44 @@ class Backend {
   virtual void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                      float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc) = 0;
+
+  // ---- Device backends: memory the CPU cannot address, kernels that run elsewhere. ------------
+  // (optional) Whether the CPU may read and write this backend's storage and run the portable
+  // kernels on it. Default: true (the CPU backend). A backend that says false implements launch;
+  // core/ then sends every op on its devices there, as a KernelCall.
+  virtual bool host_addressable() const { return true; }
+  // (optional) Queues `call` on device `device_id`. Called on that device's engine worker inside
+  // an Engine::push_async op that reads the call's inputs and writes its output. The backend calls
+  // done.done() once later ops of this device may use the output (which can be before the device
+  // has finished: see synchronize), or done.fail(message); it may hand `done` to another thread.
+  // Throws asyncnd::Error for a failure at launch (the op then fails with that message).
+  // Default: throws (a host-addressable backend has no device kernels).
+  virtual void launch(int device_id, const KernelCall& call, Completion done);
+  // (optional) Blocks until device `device_id` has finished every queued write of the storage at
+  // `p` (nullptr: all work queued on the device); throws asyncnd::Error with the device's error
+  // text if that work failed. Called by the blocking reads (NDArray::wait_to_read, waitall) after
+  // the engine's own wait. Default: nothing to wait for.
+  virtual void synchronize(int device_id, const void* p);
 };
+
+// Blocks until every device of every non-host-addressable backend has finished its queued work
+// (Backend::synchronize(id, nullptr)); rethrows the first error. Called by Engine::waitall.
+void synchronize_devices();
 
 // The backends built into this product, one per device kind present in the build. Defined once
 // per product (native/backends.cpp, wasm/): the only place with backend #ifs.
 const std::vector<Backend*>& builtin_backends();
 
 // The backend for `device`, or asyncnd::Error("<op>: no device gpu(0): <reason>") if the device
-// does not exist.
+// does not exist. A registered backend (register_backend) is consulted before the built-in ones.
 Backend& backend_for(Device device, const char* op = "device");
+
+// Puts `backend` in front of the built-in backends for the devices it has (its kind, ids below its
+// device_count()), or removes it again (nullptr): for a backend that lives outside the library,
+// such as the tests' device emulated on the CPU (tests/emulated_device.h). One at a time. Call it
+// while no array of those devices exists and no op of theirs is queued; the backend must outlive
+// its use.
+void register_backend(Backend* backend);
 
 // Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.

@@ -1,0 +1,622 @@
+// The native CUDA backend (see cuda_backend.h). How an op runs on a GPU:
+//   - core/ queues it with Engine::push_async on the device's one engine worker, which calls
+//     launch(): the worker makes the op's stream wait for the inputs' events (only for events
+//     recorded on another stream: work on one stream already runs in order), launches, records
+//     the output's event, and completes the op at once. Later GPU ops of the device are launched
+//     behind it without the CPU waiting for the GPU; no worker blocks per op.
+//   - The CPU waits for a GPU array only where it needs the values: a device-to-host copy (the copy
+//     stream waits for the source's event; the op completes when a poller thread sees the copy's
+//     own event fire), NDArray::wait_to_read (the array's event) and waitall (the device).
+//   - Ops whose completion lets the engine reuse an input on another stream complete only when
+//     the device is done with it: device-to-host and GPU-to-GPU copies, through the poller.
+// Memory: a block freed by an array is cached by size; its event is re-recorded on the compute
+// stream at the free (after waiting for a copy-stream write), so a later op on the compute stream
+// may reuse it at once, and an op on another stream waits for that event first (stream-aware).
+#include "cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "asyncnd/error.h"
+#include "cuda/cuda_kernels.h"
+
+namespace asyncnd {
+namespace detail {
+namespace {
+
+std::string cuda_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+// Tier-2 errors: the message becomes the op's error ("<op> failed on gpu(0): cuda: ...").
+void check(cudaError_t e, const char* what, int device) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clears a non-sticky error so that the device stays usable
+  throw Error("cuda: " + std::string(what) + " on gpu(" + std::to_string(device) +
+              "): " + cuda_text(e));
+}
+
+void check_blas(cublasStatus_t s, const char* what, int device) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  throw Error("cublas: " + std::string(what) + " on gpu(" + std::to_string(device) +
+              "): " + cublasGetStatusName(s) + ": " + cublasGetStatusString(s));
+}
+
+// One device allocation.
+struct Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;           // rounded, as cached
+  cudaEvent_t ready = nullptr;    // recorded after the last queued write (or at the free)
+  cudaStream_t stream = nullptr;  // where `ready` was recorded; nullptr: nothing queued yet
+};
+
+// Sizes round up to 512 bytes up to 1 MiB, then to whole MiB, so that arrays of nearly the same
+// size share cached blocks.
+std::size_t round_size(std::size_t bytes) {
+  constexpr std::size_t kSmall = 512, kLarge = std::size_t{1} << 20;
+  if (bytes == 0) bytes = 1;
+  const std::size_t unit = bytes <= kLarge ? kSmall : kLarge;
+  return (bytes + unit - 1) / unit * unit;
+}
+
+// Page-locked host buffers for host<->device copies (cudaMemcpyAsync is only asynchronous from
+// pinned memory), cached by power-of-two size; at most kPinnedCacheBytes are kept.
+class PinnedPool {
+ public:
+  struct Buffer {
+    void* ptr = nullptr;
+    std::size_t size = 0;
+  };
+  Buffer get(std::size_t bytes, int device) {
+    std::size_t size = 4096;
+    while (size < bytes) size *= 2;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= size;
+        return {p, size};
+      }
+    }
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, size, cudaHostAllocPortable), "cudaHostAlloc (staging buffer)",
+          device);
+    return {p, size};
+  }
+  void put(Buffer b) noexcept {
+    if (!b.ptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + b.size <= kPinnedCacheBytes) {
+        free_[b.size].push_back(b.ptr);
+        cached_ += b.size;
+        return;
+      }
+    }
+    cudaFreeHost(b.ptr);
+  }
+
+ private:
+  static constexpr std::size_t kPinnedCacheBytes = std::size_t{256} << 20;
+  std::mutex mu_;
+  std::unordered_map<std::size_t, std::vector<void*>> free_;
+  std::size_t cached_ = 0;
+};
+
+// What the poller does when a copy's event fires: copy a staging buffer to its host destination
+// (device-to-host), give the buffer back, complete the op (an empty Completion when the op
+// already completed at launch).
+struct Pending {
+  cudaEvent_t event = nullptr;
+  Completion done;
+  PinnedPool::Buffer staging;
+  float* host_dst = nullptr;
+  std::size_t bytes = 0;
+};
+
+class DeviceState {
+ public:
+  // Leaves the calling thread's current device as it was.
+  DeviceState(int id, PinnedPool* pinned) : id_(id), pinned_(pinned) {
+    int previous = 0;
+    check(cudaGetDevice(&previous), "cudaGetDevice", id);
+    check(cudaSetDevice(id), "cudaSetDevice", id);
+    check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate", id);
+    check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate", id);
+    check_blas(cublasCreate(&blas_), "cublasCreate", id);
+    check_blas(cublasSetStream(blas_, compute_), "cublasSetStream", id);
+    // Plain FP32 (no TF32): the results are compared with the CPU's.
+    check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", id);
+    poller_ = std::thread([this] { poll(); });
+    poller_.detach();  // the state lives as long as the process (the backend is never destroyed)
+    check(cudaSetDevice(previous), "cudaSetDevice", previous);
+  }
+
+  int id() const { return id_; }
+  cudaStream_t compute() const { return compute_; }
+  cudaStream_t copy() const { return copy_; }
+
+  // ---- allocator ------------------------------------------------------------------------------
+  void* alloc(std::size_t bytes) {
+    const std::size_t size = round_size(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(size);
+      if (it != cache_.end() && !it->second.empty()) {
+        Block* b = it->second.back();
+        it->second.pop_back();
+        cached_ -= size;
+        live_[b->ptr] = b;
+        return b->ptr;
+      }
+    }
+    check(cudaSetDevice(id_), "cudaSetDevice", id_);
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e == cudaErrorMemoryAllocation) {  // give the cache back to the driver, then retry once
+      cudaGetLastError();
+      release_cache();
+      e = cudaMalloc(&p, size);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      throw Error("cuda: cannot allocate " + std::to_string(bytes) + " bytes on gpu(" +
+                  std::to_string(id_) + "): " + cuda_text(e));
+    }
+    auto* b = new Block;
+    b->ptr = p;
+    b->size = size;
+    e = cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      cudaFree(p);
+      delete b;
+      check(e, "cudaEventCreate", id_);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[p] = b;
+    return p;
+  }
+
+  void free(void* p) noexcept {
+    if (!p) return;
+    cudaSetDevice(id_);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(p);
+    if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
+    Block* b = it->second;
+    live_.erase(it);
+    // Ops that used the block are all queued (the engine frees after the last one); mark the
+    // point on the compute stream after which it is free, covering a copy-stream write too.
+    if (b->stream && b->stream != compute_) cudaStreamWaitEvent(compute_, b->ready, 0);
+    cudaEventRecord(b->ready, compute_);
+    b->stream = compute_;
+    cache_[b->size].push_back(b);
+    cached_ += b->size;
+  }
+
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_;
+  }
+
+  // ---- per-block events ----------------------------------------------------------------------
+  // Makes `stream` wait for the last queued write of the block at p (if on another stream).
+  void wait_for(cudaStream_t stream, const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Block* b = find(p);
+    if (b->stream && b->stream != stream)
+      check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
+  }
+  // Records that the block at p was last written by work queued on `stream` so far.
+  void written(cudaStream_t stream, const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Block* b = find(p);
+    check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
+    b->stream = stream;
+  }
+  // Blocks until the last queued write of the block at p has finished.
+  void wait_host(const void* p) {
+    cudaEvent_t ev = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Block* b = find(p);
+      if (!b->stream) return;
+      ev = b->ready;
+    }
+    check(cudaSetDevice(id_), "cudaSetDevice", id_);
+    check(cudaEventSynchronize(ev), "cudaEventSynchronize", id_);
+  }
+
+  // ---- completions ---------------------------------------------------------------------------
+  // Records an event on `stream` and hands `p` to the poller, which acts once it fires.
+  void complete_after(cudaStream_t stream, Pending p) {
+    p.event = take_event();
+    const cudaError_t e = cudaEventRecord(p.event, stream);
+    if (e != cudaSuccess) {
+      give_event(p.event);
+      pinned_->put(p.staging);
+      check(e, "cudaEventRecord", id_);
+    }
+    {
+      std::lock_guard<std::mutex> lock(pmu_);
+      pending_.push_back(std::move(p));
+    }
+    pcv_.notify_one();
+  }
+
+  PinnedPool& pinned() { return *pinned_; }
+
+  // cuBLAS calls on this device's handle come from its engine worker and from Backend::sgemm.
+  std::mutex& blas_mutex() { return blas_mu_; }
+  cublasHandle_t blas() const { return blas_; }
+
+ private:
+  Block* find(const void* p) {  // caller holds mu_
+    auto it = live_.find(p);
+    if (it == live_.end())
+      throw Error("cuda: gpu(" + std::to_string(id_) + ") has no allocation at this address");
+    return it->second;
+  }
+
+  void release_cache() {
+    std::vector<Block*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& kv : cache_) blocks.insert(blocks.end(), kv.second.begin(), kv.second.end());
+      cache_.clear();
+      cached_ = 0;
+    }
+    for (Block* b : blocks) {  // cudaFree waits for the device, so queued users are done
+      cudaFree(b->ptr);
+      cudaEventDestroy(b->ready);
+      delete b;
+    }
+  }
+
+  // Completion events sleep the poller instead of spinning on one of the machine's few cores.
+  cudaEvent_t take_event() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!events_.empty()) {
+        cudaEvent_t e = events_.back();
+        events_.pop_back();
+        return e;
+      }
+    }
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync),
+          "cudaEventCreate", id_);
+    return e;
+  }
+  void give_event(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+  }
+
+  // The poller: waits for each pending copy's event in order, then finishes it. Runs the
+  // engine's completion (and whatever it triggers, such as a deferred free) on this thread.
+  void poll() {
+    cudaSetDevice(id_);
+    for (;;) {
+      Pending p;
+      {
+        std::unique_lock<std::mutex> lock(pmu_);
+        pcv_.wait(lock, [this] { return !pending_.empty(); });
+        p = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      const cudaError_t e = cudaEventSynchronize(p.event);
+      if (e == cudaSuccess && p.host_dst) std::memcpy(p.host_dst, p.staging.ptr, p.bytes);
+      pinned_->put(p.staging);
+      give_event(p.event);
+      if (e == cudaSuccess) {
+        p.done.done();
+      } else {
+        cudaGetLastError();
+        p.done.fail("cuda: copy on gpu(" + std::to_string(id_) + "): " + cuda_text(e));
+      }
+    }
+  }
+
+  const int id_;
+  PinnedPool* const pinned_;
+  cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::mutex blas_mu_;
+
+  std::mutex mu_;  // blocks, cache, events
+  std::unordered_map<const void*, Block*> live_;
+  std::unordered_map<std::size_t, std::vector<Block*>> cache_;
+  std::size_t cached_ = 0;
+  std::vector<cudaEvent_t> events_;
+
+  std::mutex pmu_;
+  std::condition_variable pcv_;
+  std::deque<Pending> pending_;
+  std::thread poller_;
+};
+
+// Row-major C = alpha op(A) op(B) + beta C through column-major cuBLAS: row-major C is
+// column-major C^T = op(B)^T op(A)^T, so the operands swap and keep their own transposes.
+void gemm(DeviceState& d, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+          float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+          float beta, float* c, std::int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k == 0) {  // C = beta * C; cuBLAS rejects the zero leading dimensions of such a call
+    if (beta != 0.0f || ldc != n)
+      throw Error("cuda: sgemm with k=0 is supported with beta=0 and ldc=n only");
+    check(cudaMemsetAsync(c, 0, static_cast<std::size_t>(m * n) * sizeof(float), d.compute()),
+          "cudaMemsetAsync", d.id());
+    return;
+  }
+  constexpr std::int64_t kMax = INT_MAX;
+  if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax)
+    throw Error("cuda: sgemm dimensions exceed cuBLAS's 32-bit interface: m=" +
+                std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  std::lock_guard<std::mutex> lock(d.blas_mutex());
+  check_blas(cublasSgemm(d.blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                         static_cast<int>(ldb), a, static_cast<int>(lda), &beta, c,
+                         static_cast<int>(ldc)),
+             "cublasSgemm", d.id());
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      count_ = 0;
+      reason_ = "no usable GPU: cudaGetDeviceCount: " + cuda_text(e);
+    } else if (count == 0) {
+      reason_ = "no GPU: cudaGetDeviceCount found 0 devices";
+    } else {
+      count_ = count;
+      states_ = std::make_unique<std::atomic<DeviceState*>[]>(static_cast<std::size_t>(count));
+      for (int i = 0; i < count; ++i) states_[static_cast<std::size_t>(i)].store(nullptr);
+    }
+  }
+
+  DeviceKind kind() const override { return DeviceKind::kGPU; }
+  std::string name() const override {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return "cuda (runtime " + std::to_string(runtime / 1000) + "." +
+           std::to_string(runtime % 1000 / 10) + ", " + std::to_string(count_) + " device(s))";
+  }
+  int device_count() const override { return count_; }
+  std::string unavailable_reason() const override { return reason_; }
+  bool host_addressable() const override { return false; }
+
+  void* alloc(int device_id, std::size_t bytes) override { return state(device_id).alloc(bytes); }
+  void free(int device_id, void* p, std::size_t) noexcept override {
+    if (DeviceState* d = started(device_id)) d->free(p);  // memory comes from a started device
+  }
+
+  // Runs on the calling thread's current device, on its compute stream, and waits for it.
+  void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             float beta, float* c, std::int64_t ldc) override {
+    int dev = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice", 0);
+    DeviceState& d = state(dev);
+    gemm(d, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    check(cudaStreamSynchronize(d.compute()), "sgemm", dev);
+  }
+
+  void launch(int device_id, const KernelCall& c, Completion done) override {
+    DeviceState& d = state(device_id);
+    check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
+    using Kind = KernelCall::Kind;
+    if (c.kind == Kind::kCopy) {
+      copy(d, c, std::move(done));
+      return;
+    }
+    const cudaStream_t s = d.compute();
+    if (c.a) d.wait_for(s, c.a);
+    if (c.b) d.wait_for(s, c.b);
+    d.wait_for(s, c.out);  // a write waits for the last write too (e.g. a host-to-device copy)
+    if (c.kind == Kind::kGemm) {
+      const auto& g = c.gemm;
+      gemm(d, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, c.a, g.lda, c.b, g.ldb, g.beta, c.out,
+           g.ldc);
+    } else {
+      check(run_cuda_kernel(c, s), "kernel launch", device_id);
+    }
+    d.written(s, c.out);
+    done.done();  // later ops of this device queue behind it on the stream
+  }
+
+  void synchronize(int device_id, const void* p) override {
+    DeviceState* started_state = started(device_id);
+    if (!started_state) return;  // never used: nothing queued (and no need to start it)
+    DeviceState& d = *started_state;
+    if (p) {
+      d.wait_host(p);
+      return;
+    }
+    check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
+  }
+
+  DeviceState& state(int id) {
+    if (id < 0 || id >= count_)
+      throw Error("cuda: no device gpu(" + std::to_string(id) + ")" +
+                  (reason_.empty() ? "" : ": " + reason_));
+    std::atomic<DeviceState*>& slot = states_[static_cast<std::size_t>(id)];
+    if (DeviceState* d = slot.load(std::memory_order_acquire)) return *d;
+    std::lock_guard<std::mutex> lock(start_mu_);
+    if (DeviceState* d = slot.load(std::memory_order_acquire)) return *d;
+    auto* d = new DeviceState(id, &pinned_);  // leaked with the backend
+    slot.store(d, std::memory_order_release);
+    return *d;
+  }
+  // The state of a device already in use, or null.
+  DeviceState* started(int id) const {
+    if (id < 0 || id >= count_) return nullptr;
+    return states_[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
+  }
+
+ private:
+  // Host<->device through pinned staging on the copy stream (so copies overlap kernels), GPU to
+  // GPU on the destination's streams.
+  void copy(DeviceState& d, const KernelCall& c, Completion done) {
+    const std::size_t bytes = static_cast<std::size_t>(c.n) * sizeof(float);
+    const Device src = c.copy.src, dst = c.copy.dst;
+    if (src.is_cpu()) {  // host -> device: completes now; consumers wait for out's event
+      Pending p;
+      p.staging = d.pinned().get(bytes, d.id());
+      std::memcpy(p.staging.ptr, c.a, bytes);
+      try {
+        d.wait_for(d.copy(), c.out);
+        check(cudaMemcpyAsync(c.out, p.staging.ptr, bytes, cudaMemcpyHostToDevice, d.copy()),
+              "cudaMemcpyAsync (host to device)", d.id());
+        d.written(d.copy(), c.out);
+      } catch (...) {
+        d.pinned().put(p.staging);
+        throw;
+      }
+      d.complete_after(d.copy(), std::move(p));  // gives the staging buffer back
+      done.done();
+      return;
+    }
+    if (dst.is_cpu()) {  // device -> host: completes once the values are in host memory
+      Pending p;
+      p.staging = d.pinned().get(bytes, d.id());
+      try {
+        d.wait_for(d.copy(), c.a);
+        check(cudaMemcpyAsync(p.staging.ptr, c.a, bytes, cudaMemcpyDeviceToHost, d.copy()),
+              "cudaMemcpyAsync (device to host)", d.id());
+      } catch (...) {
+        d.pinned().put(p.staging);
+        throw;
+      }
+      p.host_dst = c.out;
+      p.bytes = bytes;
+      p.done = std::move(done);
+      d.complete_after(d.copy(), std::move(p));
+      return;
+    }
+    if (src == dst) {  // on one device: in stream order, like a kernel
+      d.wait_for(d.compute(), c.a);
+      d.wait_for(d.compute(), c.out);
+      check(cudaMemcpyAsync(c.out, c.a, bytes, cudaMemcpyDeviceToDevice, d.compute()),
+            "cudaMemcpyAsync (device to device)", d.id());
+      d.written(d.compute(), c.out);
+      done.done();
+      return;
+    }
+    // GPU to GPU: on the destination's copy stream, after the source's event (an event of
+    // another device is fine there). Completes when done, so that the source's next writer, on
+    // the other device's streams, cannot overtake the copy.
+    DeviceState& s = state(src.id);
+    check(cudaSetDevice(d.id()), "cudaSetDevice", d.id());
+    s.wait_for(d.copy(), c.a);
+    d.wait_for(d.copy(), c.out);
+    check(cudaMemcpyPeerAsync(c.out, dst.id, c.a, src.id, bytes, d.copy()), "cudaMemcpyPeerAsync",
+          d.id());
+    d.written(d.copy(), c.out);
+    Pending p;
+    p.done = std::move(done);
+    d.complete_after(d.copy(), std::move(p));
+  }
+
+  int count_ = 0;
+  std::string reason_;
+  PinnedPool pinned_;
+  std::unique_ptr<std::atomic<DeviceState*>[]> states_;
+  std::mutex start_mu_;
+};
+
+CudaBackend& instance() {
+  // Leaked on purpose, like the CPU backend: engine threads may free arrays during exit.
+  static CudaBackend* backend = new CudaBackend();
+  return *backend;
+}
+
+}  // namespace
+
+Backend& cuda_backend() { return instance(); }
+
+std::string cuda_device_name(int device) {
+  CudaBackend& be = instance();
+  be.state(device);  // throws for a device that does not exist
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device);
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ")";
+}
+
+std::size_t cuda_cached_bytes(int device) {
+  DeviceState* d = instance().started(device);
+  return d ? d->cached_bytes() : 0;
+}
+
+double cuda_direct_sgemm_seconds(int device, std::int64_t n, int reps) {
+  instance().state(device);  // throws for a device that does not exist
+  check(cudaSetDevice(device), "cudaSetDevice", device);
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * sizeof(float);
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t h = nullptr;
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  auto cleanup = [&] {
+    if (h) cublasDestroy(h);
+    if (stream) cudaStreamDestroy(stream);
+    if (t0) cudaEventDestroy(t0);
+    if (t1) cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+  };
+  try {
+    check(cudaMalloc(&a, bytes), "cudaMalloc", device);
+    check(cudaMalloc(&b, bytes), "cudaMalloc", device);
+    check(cudaMalloc(&c, bytes), "cudaMalloc", device);
+    check(cudaMemset(a, 0, bytes), "cudaMemset", device);
+    check(cudaMemset(b, 0, bytes), "cudaMemset", device);
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate", device);
+    check(cudaEventCreate(&t0), "cudaEventCreate", device);
+    check(cudaEventCreate(&t1), "cudaEventCreate", device);
+    check_blas(cublasCreate(&h), "cublasCreate", device);
+    check_blas(cublasSetStream(h, stream), "cublasSetStream", device);
+    check_blas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", device);
+    const int ni = static_cast<int>(n);
+    const float one = 1.0f, zero = 0.0f;
+    for (int r = -1; r < reps; ++r) {  // r == -1: warm-up
+      if (r == 0) check(cudaEventRecord(t0, stream), "cudaEventRecord", device);
+      check_blas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b, ni, a, ni, &zero,
+                             c, ni),
+                 "cublasSgemm", device);
+    }
+    check(cudaEventRecord(t1, stream), "cudaEventRecord", device);
+    check(cudaEventSynchronize(t1), "cudaEventSynchronize", device);
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, t0, t1), "cudaEventElapsedTime", device);
+    cleanup();
+    return static_cast<double>(ms) / 1000.0 / (reps > 0 ? reps : 1);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+}  // namespace detail
+}  // namespace asyncnd

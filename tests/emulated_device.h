@@ -1,0 +1,240 @@
+// A GPU emulated on the CPU, for machines without one (all of ours): a Backend that is not host
+// addressable, so core/ sends it every op as a KernelCall, exactly as it would the CUDA backend.
+// It runs them in order on a "stream" thread of its own with the device path's math
+// (kernels/device_map.h, the same functions the CUDA kernels call), completes an op when it is
+// queued (its stream keeps later ops behind it) except a device-to-host copy, which completes
+// once the values are in host memory, and stages host-to-device copies at launch: the CUDA
+// backend's contract. Registered with register_backend for the duration of a test.
+#pragma once
+
+#include <asyncnd/asyncnd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "asyncnd/detail/backend.h"
+#include "kernels/device_map.h"
+#include "kernels/reduce.h"
+
+namespace asyncnd_test {
+
+class EmulatedGpu final : public asyncnd::detail::Backend {
+ public:
+  using KernelCall = asyncnd::detail::KernelCall;
+
+  explicit EmulatedGpu(int devices = 2) : devices_(devices), stream_([this] { run(); }) {}
+  ~EmulatedGpu() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    stream_.join();
+  }
+
+  asyncnd::DeviceKind kind() const override { return asyncnd::DeviceKind::kGPU; }
+  std::string name() const override { return "gpu emulated on the CPU (tests/emulated_device.h)"; }
+  int device_count() const override { return devices_; }
+  bool host_addressable() const override { return false; }
+
+  void* alloc(int, std::size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
+  // Stream-ordered, as the CUDA backend's cache makes it: ops queued before the free (which the
+  // engine already counts as finished) may still use the memory.
+  void free(int, void* p, std::size_t) noexcept override {
+    Task t;
+    t.free_ptr = p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(t));
+      ++queued_;
+    }
+    cv_.notify_all();
+  }
+  void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+             const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+             float* c, std::int64_t ldc) override {
+    asyncnd::detail::reference_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
+  // The next launch throws `message`, as a backend does when a kernel fails to launch.
+  void fail_next_launch(std::string message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_ = std::move(message);
+  }
+  std::size_t launches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return launches_;
+  }
+
+  void launch(int, const KernelCall& c, asyncnd::Completion done) override {
+    Task t;
+    t.call = c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!fail_next_.empty()) {
+        std::string m = std::move(fail_next_);
+        fail_next_.clear();
+        throw asyncnd::Error("emulated gpu: " + m);
+      }
+      ++launches_;
+    }
+    const bool to_host = c.kind == KernelCall::Kind::kCopy && c.copy.dst.is_cpu();
+    if (c.kind == KernelCall::Kind::kCopy && c.copy.src.is_cpu()) {  // staged now, as with CUDA
+      t.staging.assign(c.a, c.a + c.n);
+    }
+    if (to_host) t.done = std::move(done);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(t));
+      ++queued_;
+    }
+    cv_.notify_all();
+    if (!to_host) done.done();
+  }
+
+  // Waits for everything queued so far (a stream synchronise; per-array events are not emulated).
+  void synchronize(int, const void*) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::uint64_t target = queued_;
+    cv_.wait(lock, [&] { return finished_ >= target; });
+  }
+
+ private:
+  struct Task {
+    KernelCall call;
+    std::vector<float> staging;
+    asyncnd::Completion done;
+    void* free_ptr = nullptr;  // a free, not a kernel
+  };
+
+  void run() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        t = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (t.free_ptr) {
+        ::operator delete(t.free_ptr);
+      } else {
+        execute(t);
+      }
+      t.done.done();  // a no-op unless it is a device-to-host copy
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++finished_;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  template <class A>
+  static void reduce(const KernelCall& c) {
+    const auto& r = c.reduce;
+    for (std::int64_t o = 0; o < r.outer; ++o)
+      for (std::int64_t i = 0; i < r.inner; ++i) {
+        typename A::T acc = A::init();
+        for (std::int64_t j = 0; j < r.len; ++j) acc = A::step(acc, c.a[(o * r.len + j) * r.inner + i]);
+        c.out[o * r.inner + i] = asyncnd::kernels::reduce_finish(r.fn, acc, r.len);
+      }
+  }
+
+  static void execute(const Task& t) {
+    namespace k = asyncnd::kernels;
+    using Kind = KernelCall::Kind;
+    const KernelCall& c = t.call;
+    const bool binary = c.map.form == asyncnd::detail::MapForm::kBinary;
+    switch (c.kind) {
+      case Kind::kFill:
+        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = c.map.scalar;
+        break;
+      case Kind::kArange:
+        for (std::int64_t i = 0; i < c.n; ++i)
+          c.out[i] = static_cast<float>(c.arange.start + static_cast<double>(i) * c.arange.step);
+        break;
+      case Kind::kMap:
+        for (std::int64_t i = 0; i < c.n; ++i)
+          c.out[i] = k::apply_map(c.map, c.a[i], binary ? c.b[i] : 0.0f);
+        break;
+      case Kind::kMapStrided:
+        for (std::int64_t i = 0; i < c.n; ++i) {
+          std::int64_t oa, ob;
+          k::strided_offsets(c.strided, i, &oa, &ob);
+          c.out[i] = k::apply_map(c.map, c.a[oa], binary ? c.b[ob] : 0.0f);
+        }
+        break;
+      case Kind::kReduce:
+        switch (c.reduce.fn) {
+          case asyncnd::detail::ReduceFn::kMax: reduce<k::MaxAcc>(c); break;
+          case asyncnd::detail::ReduceFn::kNorm: reduce<k::SumSqAcc>(c); break;
+          default: reduce<k::SumAcc>(c); break;
+        }
+        break;
+      case Kind::kRandom:
+        for (std::int64_t blk = 0; blk * 4 < c.n; ++blk) {
+          float v[4];
+          k::philox_block_values(c.random.key, c.random.stream, static_cast<std::uint64_t>(blk),
+                                 c.random.dist, c.random.a, c.random.b, v);
+          for (int j = 0; j < 4 && blk * 4 + j < c.n; ++j) c.out[blk * 4 + j] = v[j];
+        }
+        break;
+      case Kind::kTranspose2d:
+        for (std::int64_t r = 0; r < c.transpose.rows; ++r)
+          for (std::int64_t col = 0; col < c.transpose.cols; ++col)
+            c.out[col * c.transpose.rows + r] = c.a[r * c.transpose.cols + col];
+        break;
+      case Kind::kGemm: {
+        const auto& g = c.gemm;
+        asyncnd::detail::reference_sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, c.a, g.lda,
+                                         c.b, g.ldb, g.beta, c.out, g.ldc);
+        break;
+      }
+      case Kind::kCopy: {
+        const float* src = t.staging.empty() ? c.a : t.staging.data();
+        std::memcpy(c.out, src, static_cast<std::size_t>(c.n) * sizeof(float));
+        break;
+      }
+    }
+  }
+
+  const int devices_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  std::uint64_t queued_ = 0, finished_ = 0;
+  std::size_t launches_ = 0;
+  std::string fail_next_;
+  bool stop_ = false;
+  std::thread stream_;  // last: starts once the members above exist
+};
+
+// Registers an EmulatedGpu for the scope (register_backend): gpu(0) and gpu(1) are emulated.
+class ScopedEmulatedGpu {
+ public:
+  ScopedEmulatedGpu() { asyncnd::detail::register_backend(&gpu_); }
+  ~ScopedEmulatedGpu() {
+    try {
+      asyncnd::engine().waitall();  // nothing of the emulated devices may outlive the scope
+    } catch (...) {
+      // an op error nobody waited for: the test that left it has failed its own checks
+    }
+    asyncnd::detail::register_backend(nullptr);
+  }
+  ScopedEmulatedGpu(const ScopedEmulatedGpu&) = delete;
+  ScopedEmulatedGpu& operator=(const ScopedEmulatedGpu&) = delete;
+  EmulatedGpu& gpu() { return gpu_; }
+
+ private:
+  EmulatedGpu gpu_;
+};
+
+}  // namespace asyncnd_test

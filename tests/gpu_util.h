@@ -1,0 +1,49 @@
+// Helpers for the tests that need a real GPU (tagged [gpu]): which GPUs exist, and an honest skip.
+// Catch2 v2 has no skip: a [gpu] test with no GPU prints "SKIPPED: <reason>" and returns; ctest
+// runs the [gpu] tests as entries of their own (CMakeLists.txt) whose SKIP_REGULAR_EXPRESSION
+// turns that line into a "Skipped" result, never a pass.
+#pragma once
+
+#include <asyncnd/asyncnd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+#include "asyncnd/detail/backend.h"
+
+namespace asyncnd_test {
+
+// GPUs served by a built-in backend (the registry's emulated device does not count); when there
+// are none, `reason` says why.
+inline int real_gpu_count(std::string* reason) {
+  for (asyncnd::detail::Backend* b : asyncnd::detail::builtin_backends()) {
+    if (b->kind() != asyncnd::DeviceKind::kGPU) continue;
+    const int n = b->device_count();
+    if (n == 0 && reason) *reason = b->name() + ": " + b->unavailable_reason();
+    return n;
+  }
+  if (reason) *reason = "this build has no GPU backend (ASYNCND_WITH_CUDA=OFF, or no nvcc found)";
+  return 0;
+}
+
+// Bytes the engine's stats count as in use on `device`.
+inline std::uint64_t device_bytes_in_use(asyncnd::Device device) {
+  for (const auto& d : asyncnd::engine().stats().devices)
+    if (d.device == device) return d.bytes_in_use;
+  return 0;
+}
+
+// The number of real GPUs, at least `needed`; or 0 after printing "SKIPPED: <reason>".
+inline int gpus_or_skip(const char* test, int needed = 1) {
+  std::string reason;
+  const int n = real_gpu_count(&reason);
+  if (n >= needed) return n;
+  if (n > 0) reason = "needs " + std::to_string(needed) + " GPUs, found " + std::to_string(n);
+  std::cout << "SKIPPED: " << test << ": " << reason << std::endl;
+  WARN("SKIPPED: " << test << ": " << reason);
+  return 0;
+}
+
+}  // namespace asyncnd_test

@@ -1,0 +1,91 @@
+// [device] core/'s device path on the GPU emulated on the CPU (tests/emulated_device.h), the
+// engine paths a CUDA GPU takes: ops complete when queued, a device-to-host copy when the values
+// are there, errors from a launch poison what the op writes, copies between two devices, device
+// bytes in the engine's stats, bad input rejected before anything is queued.
+#include <string>
+#include <vector>
+
+#include "emulated_device.h"
+#include "gpu_util.h"
+#include "ops_test_util.h"
+
+using namespace asyncnd;
+using namespace asyncnd_test;
+
+TEST_CASE("device path: a chain of device ops and copies gives the CPU's values", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    const Device g = Device::gpu(0);
+    NDArray x = nd::arange(0.0f, 1000.0f, 1.0f).copy_to(g);
+    for (int i = 0; i < 50; ++i) x += 1.0f;
+    // A device-to-host copy in the middle: it sees the 50 increments, not the ones queued after.
+    const NDArray h = x.copy_to(Device::cpu());
+    for (int i = 0; i < 50; ++i) x += 1.0f;
+    const NDArray y = nd::sum(x * 2.0f);
+    const std::vector<float> hv = h.to_vector();
+    for (int i = 0; i < 1000; ++i) REQUIRE(hv[static_cast<std::size_t>(i)] == static_cast<float>(i + 50));
+    CHECK(y.item() == 2.0f * (499500.0f + 100000.0f));
+    std::ostringstream s;
+    s << nd::from_vector({1, 2}, {1, 2}, g);
+    CHECK(s.str() == "[[1, 2]] <NDArray 1x2 gpu(0)>");
+  });
+}
+
+TEST_CASE("device path: copies between two devices and back", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    Rng rng(test_seed("device copies"));
+    const auto v = random_values(rng, 12345);
+    const NDArray a = nd::from_vector(v, {12345}, Device::gpu(0));
+    const NDArray b = a.copy_to(Device::gpu(1));
+    CHECK(b.device() == Device::gpu(1));
+    check_exact(b.to_vector(), v, "gpu(0) -> gpu(1) -> cpu(0)");
+    check_exact(b.copy_to(Device::gpu(0)).copy().to_vector(), v, "gpu(1) -> gpu(0), copy()");
+  });
+}
+
+TEST_CASE("device path: an op that fails on the device poisons what it writes, the engine goes on",
+          "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([&] {
+    const Device g = Device::gpu(0);
+    const NDArray x = nd::ones({64}, g);
+    x.wait_to_read();  // launched: the failure below hits the add, not the fill
+    emulated.gpu().fail_next_launch("kernel failed (test)");
+    const NDArray y = x + 1.0f;  // fails at launch
+    const NDArray z = y * 2.0f;  // skipped, inherits the error
+    CHECK_THROWS_WITH(y.wait_to_read(), Catch::Contains("add failed on gpu(0)") &&
+                                            Catch::Contains("kernel failed (test)"));
+    CHECK_THROWS_WITH(z.to_vector(), Catch::Contains("kernel failed (test)"));
+    CHECK_NOTHROW(nd::waitall());  // both errors were rethrown already
+    check_exact((x + 1.0f).to_vector(), std::vector<float>(64, 2.0f), "after the failure");
+    check_exact(x.to_vector(), std::vector<float>(64, 1.0f), "the input is untouched");
+  });
+}
+
+TEST_CASE("device path: device bytes appear in the engine's stats", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    const auto gpu_bytes = [] { return device_bytes_in_use(Device::gpu(0)); };
+    const auto before = gpu_bytes();
+    {
+      const NDArray a = nd::zeros({1000}, Device::gpu(0));
+      a.wait_to_read();
+      CHECK(gpu_bytes() == before + 4000);
+    }
+    nd::waitall();
+    CHECK(gpu_bytes() == before);
+  });
+}
+
+TEST_CASE("device path: bad input is rejected at the call, before anything is queued", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    const NDArray c = nd::ones({2, 3});
+    const NDArray g = nd::ones({2, 3}, Device::gpu(0));
+    expect_error([&] { nd::add(c, g); }, {"add: arrays on different devices: cpu(0) and gpu(0)"});
+    expect_error([&] { nd::dot(g, g); }, {"dot: inner dimensions differ: a=[2,3] b=[2,3]"});
+    expect_error([&] { nd::zeros({2}, Device::gpu(2)); }, {"zeros: no device gpu(2)"});
+    expect_error([&] { g.copy_to(Device::gpu(5)); }, {"copy_to: no device gpu(5)"});
+  });
+}
