@@ -44,6 +44,8 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("profilerStop", &w::profiler_stop);
   function("profilerEvents", &w::profiler_events);
   function("failingOp", &w::failing_op);
+  function("gateOp", &w::gate_op);
+  function("openGate", &w::open_gate);
   function("benchVars", &w::bench_vars);
   function("pushEmpty", &w::push_empty);
   function("benchVarsFree", &w::bench_vars_free);

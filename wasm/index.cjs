@@ -7,7 +7,8 @@ const isNode = typeof process !== 'undefined' && !!(process.versions && process.
 
 // A browser page's main thread (not a Worker, not Node): blocking there freezes the page.
 function onBrowserMainThread() {
-  return typeof window !== 'undefined' && typeof importScripts === 'undefined' && !isNode;
+  return typeof window !== 'undefined' && typeof importScripts === 'undefined' &&
+         typeof WorkerGlobalScope === 'undefined';
 }
 
 // Op codes shared with glue.cpp (enums Unary, Binary, Reduce; kScalarLeft).
@@ -387,6 +388,12 @@ function makeApi(M, threads) {
     _testing: {
       // An array that a queued op fails to compute, with `message`, when it runs.
       failingOp: (x, message) => wrap(M.failingOp(asArray(x, 'failingOp'), String(message))),
+      // An array whose op stays pending until open(value) fills it: { array, open(value) }.
+      gate(shape) {
+        const array = wrap(M.gateOp(shapeArg(shape, 'gate')));
+        const id = array._h;
+        return { array, open: (value) => { check(M.openGate(id, value)); } };
+      },
       benchVars: (n) => check(M.benchVars(n)),
       pushEmpty: (r, w) => check(M.pushEmpty(r, w)),
       benchVarsFree: () => check(M.benchVarsFree()),
