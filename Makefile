@@ -2,7 +2,9 @@
 # on a fresh Debian 12 machine with nothing done by hand: it installs what is missing first.
 #   make setup          apt packages (only the missing ones; no apt call when all are there)
 #   make build          Release build into build/
-#   make test           build + ctest, then make test-sanitize
+#   make test           build + ctest, then make test-wasm, then make test-sanitize
+#   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
+#   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make bench          benchmarks -> bench/results/native.json
@@ -11,10 +13,10 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize demo bench clean
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench clean
 
 JOBS ?= 2
-PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy
+PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
@@ -27,6 +29,8 @@ setup:
 	for p in $(PACKAGES); do \
 	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -z "$$missing" ]; then \
 	  echo "setup: all packages present ($(PACKAGES))"; \
 	else \
@@ -41,7 +45,18 @@ build: setup
 
 test: build
 	cd build && ctest --output-on-failure
+	$(MAKE) --no-print-directory test-wasm
 	$(MAKE) --no-print-directory test-sanitize
+
+# Emscripten's tools need Node to find Debian's acorn (TOOLCHAIN.md). The first build with these
+# flags also builds Emscripten's system libraries into its cache (once, a few minutes).
+EMENV := NODE_PATH=/usr/share/nodejs
+wasm: setup
+	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm
+	$(EMENV) cmake --build build-wasm -j$(JOBS)
+
+test-wasm: wasm
+	cd wasm && node --test test/*.test.js
 
 test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=thread -S . -B build-tsan
@@ -61,4 +76,4 @@ bench: build
 	./build/bench_native
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-wasm wasm/dist
