@@ -4,9 +4,9 @@
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
 // parallel task owns a range of rows of C (or, when C is short and wide, a range of column
-// panels). A task packs an MC x KC block of op(A) into 4-row panels (96 KiB: stays in L2) and runs
-// the micro-kernel over every panel of its columns; a KC x 8 panel of B (8 KiB) stays in L1 while
-// the MC / 4 panels of A stream past it.
+// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs
+// the micro-kernel over every panel of its columns; a KC x 8 panel of B stays in L1 while the
+// MC / 4 panels of A stream past it from L2.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -23,8 +23,11 @@ namespace g = kernels::gemm;
 using g::kMr;
 using g::kNr;
 
-constexpr std::int64_t kKc = 256;  // depth of a packed block
-constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr)
+// Block sizes, measured in V8 (Node 20) at 1000x1000: (KC, MC) = (512, 48), (384, 64), (768, 32)
+// ran at 53-54 GFLOP/s, (256, 96) at 51-52, (128, 96) at 48-51; the micro-kernel alone at 58-60.
+// A 48 x 512 block of A is 96 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
+constexpr std::int64_t kKc = 512;  // depth of a packed block
+constexpr std::int64_t kMc = 48;   // rows of a packed block of A (a multiple of kMr)
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
 // Flops a parallel chunk should at least carry (~40 us here), so a hand-off stays cheap.
@@ -79,7 +82,19 @@ struct Problem {
   std::int64_t ldc;
 };
 
+// Natively on x86-64 with GCC and glibc, the block loop (with the micro-kernel inlined) is also
+// compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
+// three-operand instructions and broadcasts from memory, as V8 emits for SIMD128. 40 -> 51
+// GFLOP/s at 1000x1000 here. No FMA (not in the "avx2" target, and -std=c++17 does not contract),
+// so both versions compute bit-identical results.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define ASYNCND_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ASYNCND_GEMM_CLONES
+#endif
+
 // Rows [i0, i1) x column panels [j0, j1) of C, on the calling thread.
+ASYNCND_GEMM_CLONES
 void run_block(const Problem& pr, std::int64_t i0, std::int64_t i1, std::int64_t j0,
                std::int64_t j1) {
   const std::int64_t rows = i1 - i0;

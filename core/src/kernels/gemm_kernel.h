@@ -132,6 +132,23 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
   for (std::int64_t p = 0; p < kc; ++p) {
     const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
+#if !defined(__wasm_simd128__)
+    // SSE: one load of the four A values and a shuffle each (pshufd) beats four movss + shufps.
+    // In wasm, f32x4.splat of a load becomes one vbroadcastss from memory in V8: kept there.
+    const f32x4 av = simd::load(pa);
+    f32x4 a = __builtin_shufflevector(av, av, 0, 0, 0, 0);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = __builtin_shufflevector(av, av, 1, 1, 1, 1);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = __builtin_shufflevector(av, av, 2, 2, 2, 2);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = __builtin_shufflevector(av, av, 3, 3, 3, 3);
+    c30 += a * b0;
+    c31 += a * b1;
+#else
     f32x4 a = simd::splat(pa[0]);
     c00 += a * b0;
     c01 += a * b1;
@@ -144,6 +161,7 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
     a = simd::splat(pa[3]);
     c30 += a * b0;
     c31 += a * b1;
+#endif
     pa += kMr;
     pb += kNr;
   }
