@@ -1,5 +1,6 @@
 // The WebAssembly CPU backend: 64-byte aligned blocks from the wasm heap (malloc is thread safe
-// under -pthread) and SGEMM on the engine worker that runs the op. There is no BLAS in WebAssembly.
+// under -pthread) and our own packed SIMD GEMM, on the engine worker that runs the op and the idle
+// ones. There is no BLAS in WebAssembly.
 #include "wasm_backend.h"
 
 #include <cstdlib>
@@ -36,7 +37,8 @@ class WasmCpuBackend final : public Backend {
   void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
              float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              float beta, float* c, std::int64_t ldc) override {
-    reference_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    // Packed SIMD128 GEMM (core/src/portable_gemm.cpp), split across the engine's workers.
+    portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
  private:
