@@ -7,13 +7,13 @@
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make bench          benchmarks -> bench/results/native.json
+#   make bench          benchmarks -> bench/results/native.json and bench/results/wasm.json
 #   make clean          removes the build trees
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize wasm test-wasm demo bench clean
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -74,6 +74,12 @@ demo: build
 
 bench: build
 	./build/bench_native
+	$(MAKE) --no-print-directory bench-wasm
+
+# The WebAssembly module in Node next to TensorFlow.js (bench/wasm/package-lock.json pins it).
+bench-wasm: wasm
+	cd bench/wasm && npm ci --no-audit --no-fund
+	node bench/wasm/bench.mjs
 
 clean:
 	rm -rf build build-tsan build-asan build-wasm wasm/dist
