@@ -49,4 +49,5 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("benchVars", &w::bench_vars);
   function("pushEmpty", &w::push_empty);
   function("benchVarsFree", &w::bench_vars_free);
+  function("benchCoreAdds", &w::bench_core_adds);
 }

@@ -534,5 +534,15 @@ int bench_vars_free() {
       -1);
 }
 
+int bench_core_adds(int h, int n) {
+  return guarded(
+      [&] {
+        const NDArray& a = get(h);
+        for (int i = 0; i < n; ++i) NDArray y = a + 1.0f;
+        return 0;
+      },
+      -1);
+}
+
 }  // namespace wasm
 }  // namespace asyncnd

@@ -97,6 +97,9 @@ int open_gate(int id, float value);
 int bench_vars(int n);
 int push_empty(int r, int w);
 int bench_vars_free();
+// n times (a + 1, then drop the result) inside C++: the core's cost of a tiny op without the JS
+// wrapper and Embind (the benchmark compares it with the same loop written in JavaScript).
+int bench_core_adds(int h, int n);
 
 }  // namespace wasm
 }  // namespace asyncnd

@@ -398,6 +398,7 @@ function makeApi(M, threads) {
       pushEmpty: (r, w) => check(M.pushEmpty(r, w)),
       benchVarsFree: () => check(M.benchVarsFree()),
       pushEmptyUnchecked: M.pushEmpty,
+      coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), n)),
     },
   };
   function collect(x, keep) {

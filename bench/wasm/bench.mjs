@@ -140,8 +140,16 @@ const nd = nd1;
     nd.waitAll();
     if (r > 0) ours.push((nowS() - t0) / N * 1e9);
   }
+  const core = [];
+  for (let r = 0; r < 6; ++r) {
+    const t0 = nowS();
+    nd._testing.coreAdds(x, N);
+    nd.waitAll();
+    if (r > 0) core.push((nowS() - t0) / N * 1e9);
+  }
   x.delete();
   record('wasm_tiny_op_ns', median(ours), 'x.add(1).delete() on a [1,2] array through the JS API, incl. waitAll, per op');
+  record('wasm_tiny_op_core_ns', median(core), 'the same loop inside C++ (no JS wrapper, no Embind), per op');
   await tf.setBackend('wasm');
   const tx = tf.ones([1, 2]), theirs = [];
   for (let r = 0; r < 6; ++r) {
