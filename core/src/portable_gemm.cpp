@@ -86,8 +86,10 @@ struct Problem {
 // compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
 // three-operand instructions and broadcasts from memory, as V8 emits for SIMD128. 40 -> 51
 // GFLOP/s at 1000x1000 here. No FMA (not in the "avx2" target, and -std=c++17 does not contract),
-// so both versions compute bit-identical results.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+// so both versions compute bit-identical results. Not under ThreadSanitizer or AddressSanitizer:
+// the loader runs ifunc resolvers before the sanitizer's runtime starts (the TSan build crashed).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define ASYNCND_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ASYNCND_GEMM_CLONES
@@ -158,21 +160,27 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
 
   const Problem pr{trans_a, m, n, k, alpha, a, lda, pb, npanels, beta, c, ldc};
   const std::int64_t mpanels = ceil_div(m, kMr);
+  // Tasks of equal size (to one panel), as many as parallel_for makes chunks (4 per worker) but
+  // none under kChunkFlops: parallel_for's own chunking of the panels (ceil(n / chunks) each)
+  // left the last chunk short, 2 threads at 1000x1000 then split the rows 512 / 488.
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const std::int64_t max_tasks = 4 * std::max(1, eng.num_workers());
+  const auto by_work = static_cast<std::int64_t>(std::max(1.0, flops / kChunkFlops));
   // Split the longer side of C, measured in micro-tiles (a row panel carries half the flops of a
   // column panel): every task then has enough rows or columns to keep the micro-kernel busy.
-  if (2 * mpanels >= npanels) {
-    const double panel_flops = 2.0 * kMr * static_cast<double>(n) * static_cast<double>(k);
-    const auto grain = static_cast<std::int64_t>(std::max(1.0, kChunkFlops / panel_flops));
-    eng.parallel_for(mpanels, grain, [&pr](std::int64_t r0, std::int64_t r1) {
-      run_block(pr, r0 * kMr, std::min(r1 * kMr, pr.m), 0, pr.npanels);
-    });
-  } else {
-    const double panel_flops = 2.0 * kNr * static_cast<double>(m) * static_cast<double>(k);
-    const auto grain = static_cast<std::int64_t>(std::max(1.0, kChunkFlops / panel_flops));
-    eng.parallel_for(npanels, grain, [&pr](std::int64_t j0, std::int64_t j1) {
-      run_block(pr, 0, pr.m, j0, j1);
-    });
-  }
+  const bool by_rows = 2 * mpanels >= npanels;
+  const std::int64_t panels = by_rows ? mpanels : npanels;
+  const std::int64_t tasks = std::min({panels, max_tasks, by_work});
+  eng.parallel_for(tasks, 1, [&pr, by_rows, panels, tasks](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t p0 = t * panels / tasks, p1 = (t + 1) * panels / tasks;
+      if (by_rows) {
+        run_block(pr, p0 * kMr, std::min(p1 * kMr, pr.m), 0, pr.npanels);
+      } else {
+        run_block(pr, 0, pr.m, p0, p1);
+      }
+    }
+  });
 }
 
 }  // namespace detail
