@@ -4,9 +4,10 @@
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
 // parallel task owns a range of rows of C (or, when C is short and wide, a range of column
-// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs
-// the micro-kernel over every panel of its columns; a KC x 8 panel of B stays in L1 while the
-// MC / 4 panels of A stream past it from L2.
+// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs the micro-kernel over
+// every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / 4 panels of A stream
+// past it from L2. Two cheaper paths skip the packing: tiny products (a direct loop) and thin ones
+// (fewer rows than a micro-tile: scaled rows of B added into C).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -197,11 +198,11 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
 
   const Problem pr{trans_a, m, n, k, alpha, a, lda, pb, npanels, beta, c, ldc};
   const std::int64_t mpanels = ceil_div(m, kMr);
-  // Tasks of equal size (to one panel), as many as parallel_for makes chunks (4 per worker) but
-  // none under kChunkFlops: parallel_for's own chunking of the panels (ceil(n / chunks) each)
-  // left the last chunk short, 2 threads at 1000x1000 then split the rows 512 / 488.
   // Split the longer side of C, measured in micro-tiles (a row panel carries half the flops of a
   // column panel): every task then has enough rows or columns to keep the micro-kernel busy.
+  // Tasks of equal size (to one panel), as many as parallel_for makes chunks (4 per worker) but
+  // none under kChunkFlops: parallel_for's own chunking of the panels (ceil(n / chunks) each)
+  // left the last chunk short, and 2 threads at 1000x1000 then split the rows 512 / 488.
   const bool by_rows = 2 * mpanels >= npanels;
   const std::int64_t panels = by_rows ? mpanels : npanels;
   const std::int64_t tasks = std::min({panels, max_tasks, by_work});
