@@ -76,15 +76,16 @@ void check_case(const Case& g, std::mt19937_64& rng) {
   }
 }
 
-// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 48) and the
-// small-matrix path, each with all four transpose combinations.
+// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 48), the
+// small-matrix path and the thin one (m < 4), each with all four transpose combinations.
 std::vector<Case> fixed_cases() {
   const std::int64_t shapes[][3] = {
       {1, 1, 1},     {1, 1, 7},     {3, 5, 2},      {4, 8, 1},      {5, 9, 3},
       {32, 32, 32},  {33, 32, 32},  {1, 1000, 70},  {1000, 1, 70},  {1, 70, 1000},
       {4, 8, 512},   {4, 8, 1025},  {5, 7, 513},    {96, 8, 40},    {97, 9, 41},
       {95, 17, 255}, {191, 33, 9},  {13, 301, 31},  {200, 64, 300}, {63, 127, 129},
-      {257, 100, 3}, {7, 500, 20},  {128, 128, 128}};
+      {257, 100, 3}, {7, 500, 20},  {128, 128, 128}, {2, 300, 200}, {3, 77, 513},
+      {1, 4099, 9}};
   const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}, {2.0f, 0.0f}, {1.5f, -1.0f}};
   std::vector<Case> cases;
   int v = 0;

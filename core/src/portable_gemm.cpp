@@ -4,9 +4,10 @@
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
 // parallel task owns a range of rows of C (or, when C is short and wide, a range of column
-// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs
-// the micro-kernel over every panel of its columns; a KC x 8 panel of B stays in L1 while the
-// MC / 4 panels of A stream past it from L2.
+// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs the micro-kernel over
+// every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / 4 panels of A stream
+// past it from L2. Two cheaper paths skip the packing: tiny products (a direct loop) and thin ones
+// (fewer rows than a micro-tile: scaled rows of B added into C).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -69,6 +70,30 @@ void small_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
   }
 }
 
+// Thin products (m < kMr rows, op(B) = B), columns [j0, j1): each row of C is a sum of scaled rows
+// of B, accumulated in place (in the reference's order), so B streams past once per row of C
+// instead of being packed for fewer rows than a micro-tile has.
+void thin_gemm(bool trans_a, std::int64_t m, std::int64_t k, float alpha, const float* a,
+               std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+               std::int64_t ldc, std::int64_t j0, std::int64_t j1) {
+  using simd::f32x4;
+  for (std::int64_t i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    scale_c(1, j1 - j0, beta, ci + j0, ldc);
+    for (std::int64_t p = 0; p < k; ++p) {
+      const float s = alpha * a_at(trans_a, a, lda, i, p);
+      const f32x4 vs = simd::splat(s);
+      const float* bp = b + p * ldb;
+      std::int64_t j = j0;
+      for (; j + 8 <= j1; j += 8) {
+        simd::store(ci + j, simd::load(ci + j) + vs * simd::load(bp + j));
+        simd::store(ci + j + 4, simd::load(ci + j + 4) + vs * simd::load(bp + j + 4));
+      }
+      for (; j < j1; ++j) ci[j] += s * bp[j];
+    }
+  }
+}
+
 struct Problem {
   bool trans_a;
   std::int64_t m, n, k;
@@ -86,8 +111,10 @@ struct Problem {
 // compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
 // three-operand instructions and broadcasts from memory, as V8 emits for SIMD128. 40 -> 51
 // GFLOP/s at 1000x1000 here. No FMA (not in the "avx2" target, and -std=c++17 does not contract),
-// so both versions compute bit-identical results.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+// so both versions compute bit-identical results. Not under ThreadSanitizer or AddressSanitizer:
+// the loader runs ifunc resolvers before the sanitizer's runtime starts (the TSan build crashed).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define ASYNCND_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ASYNCND_GEMM_CLONES
@@ -141,6 +168,19 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
     return;
   }
   Engine& eng = engine();
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const std::int64_t max_tasks = 4 * std::max(1, eng.num_workers());
+  const auto by_work = static_cast<std::int64_t>(std::max(1.0, flops / kChunkFlops));
+  if (m < kMr && !trans_b) {
+    const std::int64_t blocks = ceil_div(n, kNr);  // tasks own whole 8-column blocks
+    const std::int64_t tasks = std::min({blocks, max_tasks, by_work});
+    eng.parallel_for(tasks, 1, [=](std::int64_t t0, std::int64_t t1) {
+      const std::int64_t j0 = t0 * blocks / tasks * kNr;
+      const std::int64_t j1 = std::min(n, t1 * blocks / tasks * kNr);
+      thin_gemm(trans_a, m, k, alpha, a, lda, b, ldb, beta, c, ldc, j0, j1);
+    });
+    return;
+  }
   const std::int64_t npanels = ceil_div(n, kNr);
   std::unique_ptr<float[]> packed_b(new float[static_cast<std::size_t>(k * npanels * kNr)]);
   float* pb = packed_b.get();
@@ -160,19 +200,22 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
   const std::int64_t mpanels = ceil_div(m, kMr);
   // Split the longer side of C, measured in micro-tiles (a row panel carries half the flops of a
   // column panel): every task then has enough rows or columns to keep the micro-kernel busy.
-  if (2 * mpanels >= npanels) {
-    const double panel_flops = 2.0 * kMr * static_cast<double>(n) * static_cast<double>(k);
-    const auto grain = static_cast<std::int64_t>(std::max(1.0, kChunkFlops / panel_flops));
-    eng.parallel_for(mpanels, grain, [&pr](std::int64_t r0, std::int64_t r1) {
-      run_block(pr, r0 * kMr, std::min(r1 * kMr, pr.m), 0, pr.npanels);
-    });
-  } else {
-    const double panel_flops = 2.0 * kNr * static_cast<double>(m) * static_cast<double>(k);
-    const auto grain = static_cast<std::int64_t>(std::max(1.0, kChunkFlops / panel_flops));
-    eng.parallel_for(npanels, grain, [&pr](std::int64_t j0, std::int64_t j1) {
-      run_block(pr, 0, pr.m, j0, j1);
-    });
-  }
+  // Tasks of equal size (to one panel), as many as parallel_for makes chunks (4 per worker) but
+  // none under kChunkFlops: parallel_for's own chunking of the panels (ceil(n / chunks) each)
+  // left the last chunk short, and 2 threads at 1000x1000 then split the rows 512 / 488.
+  const bool by_rows = 2 * mpanels >= npanels;
+  const std::int64_t panels = by_rows ? mpanels : npanels;
+  const std::int64_t tasks = std::min({panels, max_tasks, by_work});
+  eng.parallel_for(tasks, 1, [&pr, by_rows, panels, tasks](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t p0 = t * panels / tasks, p1 = (t + 1) * panels / tasks;
+      if (by_rows) {
+        run_block(pr, p0 * kMr, std::min(p1 * kMr, pr.m), 0, pr.npanels);
+      } else {
+        run_block(pr, 0, pr.m, p0, p1);
+      }
+    }
+  });
 }
 
 }  // namespace detail

@@ -47,7 +47,7 @@ namespace vec {
 using simd::f32x4;
 using simd::f64x2;
 
-// VecAcc<A>: four lanes of accumulator A over four consecutive floats. Lane j of a vector
+// VecAcc<A>: four lanes of accumulator A; step folds in the four floats at p. Lane j of a vector
 // accumulator does exactly what the scalar A::step does to acc[j].
 template <class A>
 struct VecAcc {
@@ -74,12 +74,14 @@ struct VecSumBase {
 };
 template <>
 struct VecAcc<SumAcc> : VecSumBase {
-  static V step(V acc, f32x4 x) { return {acc.lo + simd::widen_lo(x), acc.hi + simd::widen_hi(x)}; }
+  static V step(V acc, const float* x) {
+    return {acc.lo + simd::load_widen2(x), acc.hi + simd::load_widen2(x + 2)};
+  }
 };
 template <>
 struct VecAcc<SumSqAcc> : VecSumBase {
-  static V step(V acc, f32x4 x) {
-    const f64x2 lo = simd::widen_lo(x), hi = simd::widen_hi(x);
+  static V step(V acc, const float* x) {
+    const f64x2 lo = simd::load_widen2(x), hi = simd::load_widen2(x + 2);
     return {acc.lo + lo * lo, acc.hi + hi * hi};
   }
 };
@@ -91,7 +93,10 @@ struct VecAcc<MaxAcc> {
   static V init() { return simd::splat(MaxAcc::init()); }
   static V load(const float* p) { return simd::load(p); }
   static void store(float* p, V v) { simd::store(p, v); }
-  static V step(V acc, f32x4 x) { return simd::select((x > acc) | (x != x), x, acc); }
+  static V step(V acc, const float* p) {
+    const f32x4 x = simd::load(p);
+    return simd::select((x > acc) | (x != x), x, acc);
+  }
 };
 
 }  // namespace vec
@@ -111,8 +116,8 @@ inline typename A::T reduce_row(const float* x, std::int64_t n) {
     using V = vec::VecAcc<A>;
     auto v0 = V::init(), v1 = V::init();
     for (; i + 8 <= n; i += 8) {
-      v0 = V::step(v0, simd::load(x + i));
-      v1 = V::step(v1, simd::load(x + i + 4));
+      v0 = V::step(v0, x + i);
+      v1 = V::step(v1, x + i + 4);
     }
     V::store(acc, v0);
     V::store(acc + 4, v1);
@@ -139,7 +144,7 @@ inline void reduce_cols(const float* x, std::int64_t n, std::int64_t inner, std:
 #if !defined(__CUDACC__)
     if constexpr (vec::VecAcc<A>::kHas) {
       using V = vec::VecAcc<A>;
-      for (; i + 4 <= w; i += 4) V::store(acc + i, V::step(V::load(acc + i), simd::load(row + i)));
+      for (; i + 4 <= w; i += 4) V::store(acc + i, V::step(V::load(acc + i), row + i));
     }
 #endif
     for (; i < w; ++i) acc[i] = A::step(acc[i], row[i]);
