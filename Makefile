@@ -2,19 +2,21 @@
 # on a fresh Debian 12 machine with nothing done by hand: it installs what is missing first.
 #   make setup          apt packages (only the missing ones; no apt call when all are there)
 #   make build          Release build into build/
-#   make test           build + ctest, then make test-sanitize
+#   make test           build + ctest, then make test-wasm, then make test-sanitize
+#   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
+#   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make bench          benchmarks -> bench/results/native.json (and gpu.json with a GPU)
+#   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU)
 #   make clean          removes the build trees
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize demo bench clean
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean
 
 JOBS ?= 2
-PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy
+PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
@@ -27,6 +29,8 @@ setup:
 	for p in $(PACKAGES); do \
 	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -z "$$missing" ]; then \
 	  echo "setup: all packages present ($(PACKAGES))"; \
 	else \
@@ -41,7 +45,21 @@ build: setup
 
 test: build
 	cd build && ctest --output-on-failure
+	$(MAKE) --no-print-directory test-wasm
 	$(MAKE) --no-print-directory test-sanitize
+
+# Emscripten's tools need Node to find Debian's acorn (TOOLCHAIN.md). The first build with these
+# flags also builds Emscripten's system libraries into its cache (once, a few minutes).
+EMENV := NODE_PATH=/usr/share/nodejs
+wasm: setup
+	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm
+	$(EMENV) cmake --build build-wasm -j$(JOBS)
+
+# The suites with 2 engine workers, then the API ones again with 1 (ASYNCND_TEST_THREADS).
+test-wasm: wasm
+	cd wasm && node --test test/*.test.js
+	cd wasm && ASYNCND_TEST_THREADS=1 node --test test/api.test.js test/async.test.js \
+	  test/errors.test.js test/memory.test.js
 
 test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=thread -S . -B build-tsan
@@ -61,6 +79,12 @@ bench: build
 	./build/bench_native
 	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.
 	./build/bench_gpu
+	$(MAKE) --no-print-directory bench-wasm
+
+# The WebAssembly module in Node next to TensorFlow.js (bench/wasm/package-lock.json pins it).
+bench-wasm: wasm
+	cd bench/wasm && npm ci --no-audit --no-fund
+	node bench/wasm/bench.mjs
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-wasm wasm/dist

@@ -6,6 +6,7 @@
 // named figures plus a `machine` object, and prints a table. bench/README.md says what each
 // figure means. Every figure is the median of several repeats: these machines are noisy.
 #include <asyncnd/asyncnd.h>
+#include <asyncnd/detail/backend.h>  // detail::portable_sgemm
 
 // The build defines ASYNCND_HAVE_OPENBLAS on this target; a build without OpenBLAS has no direct
 // cblas_sgemm to compare with, and those figures are left out.
@@ -251,6 +252,40 @@ void bench_sgemm() {
 
 #endif  // ASYNCND_HAVE_OPENBLAS
 
+// The portable GEMM (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the
+// WebAssembly build) on the same 1000x1000 product, inside an engine op as nd::dot runs it, with
+// the engine set to 1 and then 2 workers (the op's worker plus idle ones split the rows of C).
+void bench_portable_sgemm() {
+  heading("portable SGEMM 1000x1000x1000 (detail::portable_sgemm, 4x8 kernel, 128-bit vectors) in an engine op");
+  const int n = 1000, kReps = 9;
+  const double flop = 2.0 * n * n * n;
+  std::vector<float> ha = nd::random_normal({n, n}).to_vector();
+  std::vector<float> hb = nd::random_normal({n, n}).to_vector();
+  std::vector<float> hc(static_cast<std::size_t>(n) * n);
+  for (int threads : {1, 2}) {
+    configure_engine({EngineKind::kThreaded, threads});
+    Engine& eng = engine();
+    Var v = eng.new_var();
+    auto run = [&] {
+      eng.push([&] { detail::portable_sgemm(false, false, n, n, n, 1.0f, ha.data(), n, hb.data(),
+                                            n, 0.0f, hc.data(), n); },
+               {}, {v});
+      eng.wait_to_read(v);
+    };
+    run();  // warm-up: first touch of the packing buffers and of C
+    std::vector<double> g;
+    for (int r = 0; r < kReps; ++r) {
+      auto t0 = Clock::now();
+      run();
+      g.push_back(flop / since(t0) * 1e-9);
+    }
+    eng.delete_var(v);
+    const std::string key = "portable_sgemm1000_" + std::to_string(threads) + "t_gflops";
+    record(key, median(g), "engine with " + std::to_string(threads) + " worker(s), median of 9");
+  }
+  configure_engine(EngineOptions::from_env());
+}
+
 // ---- E1 ------------------------------------------------------------------------------------
 
 void bench_e1() {
@@ -430,6 +465,7 @@ int main(int argc, char** argv) {
 #else
     std::fprintf(stderr, "bench_native: built without OpenBLAS: no sgemm1000_* figures\n");
 #endif
+    bench_portable_sgemm();
     bench_e1();
   } catch (const std::exception& e) {
     // Write what was measured anyway; check-targets reports the rest as missing.

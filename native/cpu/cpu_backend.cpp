@@ -1,5 +1,5 @@
 // The native CPU backend: aligned host allocation (through the caching allocator) and SGEMM
-// (OpenBLAS, or the reference GEMM).
+// (OpenBLAS, or the portable GEMM of core/ when built with ASYNCND_WITH_OPENBLAS=OFF).
 //
 // Thread policy for BLAS. OpenBLAS (pthread build) runs its own thread pool, separate from the
 // engine's workers; two engine workers each running a multi-threaded GEMM would put 2 x N BLAS
@@ -41,6 +41,7 @@ namespace {
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). Such calls cannot oversubscribe the cores.
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
 
+#if ASYNCND_HAVE_OPENBLAS
 int blas_threads_from_env() {
   unsigned hw = std::thread::hardware_concurrency();
   int threads = hw > 0 ? static_cast<int>(hw) : 1;
@@ -50,7 +51,6 @@ int blas_threads_from_env() {
   return threads;
 }
 
-#if ASYNCND_HAVE_OPENBLAS
 // Exported by OpenBLAS's pthread and OpenMP builds (driver/others), but not part of its documented
 // API: declared weak, so that a BLAS without them still links and we skip the adjustment.
 extern "C" void openblas_read_env(void) __attribute__((weak));
@@ -86,8 +86,8 @@ class CpuBackend final : public Backend {
             std::to_string(blas_threads_) + " BLAS threads)";
 #else
     blas_threads_ = 1;
-    corename_ = "reference";
-    name_ = "cpu (reference GEMM, no BLAS)";
+    corename_ = "portable";
+    name_ = "cpu (portable GEMM, no BLAS)";
 #endif
   }
 
@@ -126,7 +126,7 @@ class CpuBackend final : public Backend {
                 static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
                 beta, c, static_cast<int>(ldc));
 #else
-    reference_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
   }
 

@@ -1,5 +1,6 @@
-// The native CPU backend: 64-byte aligned host memory and SGEMM through OpenBLAS (or the portable
-// reference GEMM when built with ASYNCND_WITH_OPENBLAS=OFF). Not installed: for native/ and bench/.
+// The native CPU backend: 64-byte aligned host memory and SGEMM through OpenBLAS (or
+// detail::portable_sgemm when built with ASYNCND_WITH_OPENBLAS=OFF). Not installed: for native/
+// and bench/.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@ namespace detail {
 // never destroyed, so engine threads may still free memory during exit. Thread safe.
 Backend& cpu_backend();
 
-// The BLAS kernel in use: openblas_get_corename() (e.g. "Haswell"), or "reference" without
+// The BLAS kernel in use: openblas_get_corename() (e.g. "Haswell"), or "portable" without
 // OpenBLAS. Benchmarks print it next to every GEMM figure.
 std::string cpu_blas_corename();
 

@@ -1,12 +1,17 @@
-// Portable CPU loops for elementwise ops: contiguous (vectorised by the compiler) and strided with
-// NumPy broadcasting. Every function handles the flat output range [begin, end), so callers split
-// work across workers without changing any element's arithmetic.
+// Portable CPU loops for elementwise ops: contiguous and strided with NumPy broadcasting. Every
+// function handles the flat output range [begin, end), so callers split work across workers
+// without changing any element's arithmetic. Contiguous runs of the functors that have a SIMD form
+// (kernels/simd_ops.h: add, sub, mul, div, their scalar forms, neg, relu, square, copy) run 4-wide
+// explicitly (SSE natively, SIMD128 in wasm); the others are left to the compiler's vectoriser.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "kernels/functors.h"
+#if !defined(__CUDACC__)
+#include "kernels/simd_ops.h"
+#endif
 
 ASYNCND_KERNELS_BEGIN
 
@@ -53,17 +58,44 @@ inline StridedPlan make_plan(const std::vector<std::int64_t>& dims,
   return p;
 }
 
-// out[i] = f(a[i]) for i in [begin, end); out may equal a.
+// out[i] = f(a[i]) for i in [begin, end); out may equal a (each vector is read before it is
+// written), but may not overlap it otherwise.
 template <class F>
 inline void unary_contig(const float* a, float* out, std::int64_t begin, std::int64_t end, F f) {
-  for (std::int64_t i = begin; i < end; ++i) out[i] = f(a[i]);
+  std::int64_t i = begin;
+#if !defined(__CUDACC__)
+  if constexpr (vec::VecOp<F>::kHas) {
+    using V = vec::VecOp<F>;
+    for (; i + 8 <= end; i += 8) {
+      const simd::f32x4 x0 = simd::load(a + i), x1 = simd::load(a + i + 4);
+      simd::store(out + i, V::apply(f, x0));
+      simd::store(out + i + 4, V::apply(f, x1));
+    }
+    for (; i + 4 <= end; i += 4) simd::store(out + i, V::apply(f, simd::load(a + i)));
+  }
+#endif
+  for (; i < end; ++i) out[i] = f(a[i]);
 }
 
-// out[i] = f(a[i], b[i]); out may equal a or b.
+// out[i] = f(a[i], b[i]); out may equal a or b (but not overlap them otherwise).
 template <class F>
 inline void binary_contig(const float* a, const float* b, float* out, std::int64_t begin,
                           std::int64_t end, F f) {
-  for (std::int64_t i = begin; i < end; ++i) out[i] = f(a[i], b[i]);
+  std::int64_t i = begin;
+#if !defined(__CUDACC__)
+  if constexpr (vec::VecOp<F>::kHas) {
+    using V = vec::VecOp<F>;
+    for (; i + 8 <= end; i += 8) {
+      const simd::f32x4 x0 = simd::load(a + i), x1 = simd::load(a + i + 4);
+      const simd::f32x4 y0 = simd::load(b + i), y1 = simd::load(b + i + 4);
+      simd::store(out + i, V::apply(f, x0, y0));
+      simd::store(out + i + 4, V::apply(f, x1, y1));
+    }
+    for (; i + 4 <= end; i += 4)
+      simd::store(out + i, V::apply(f, simd::load(a + i), simd::load(b + i)));
+  }
+#endif
+  for (; i < end; ++i) out[i] = f(a[i], b[i]);
 }
 
 inline void fill(float* out, std::int64_t begin, std::int64_t end, float v) {
@@ -73,18 +105,17 @@ inline void fill(float* out, std::int64_t begin, std::int64_t end, float v) {
 namespace detail {
 
 // The innermost run of a broadcast binary op: a and b advance by 0 or 1 each (the only strides a
-// contiguous input has along the last output dim). Four loops so each one vectorises.
+// contiguous input has along the last output dim). A fixed operand binds as a scalar, so each
+// case is one contiguous loop.
 template <class F>
 inline void binary_run(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* out,
                        std::int64_t n, F f) {
   if (sa == 1 && sb == 1) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    binary_contig(a, b, out, 0, n, f);
   } else if (sa == 1) {
-    const float y = b[0];
-    for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], y);
+    unary_contig(a, out, 0, n, BindRight<F>{f, b[0]});
   } else if (sb == 1) {
-    const float x = a[0];
-    for (std::int64_t i = 0; i < n; ++i) out[i] = f(x, b[i]);
+    unary_contig(b, out, 0, n, BindLeft<F>{f, a[0]});
   } else {
     const float v = f(a[0], b[0]);
     for (std::int64_t i = 0; i < n; ++i) out[i] = v;
@@ -94,7 +125,7 @@ inline void binary_run(const float* a, std::int64_t sa, const float* b, std::int
 template <class F>
 inline void unary_run(const float* a, std::int64_t sa, float* out, std::int64_t n, F f) {
   if (sa == 1) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i]);
+    unary_contig(a, out, 0, n, f);
   } else {
     for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa]);
   }

@@ -83,5 +83,15 @@ void reference_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                      float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
+// Portable fast SGEMM (same contract as Backend::sgemm), in core/: blocked and packed, on a 4x8
+// SIMD micro-kernel (SSE natively, SIMD128 in WebAssembly). Splits the work across the CPU workers
+// of the process-wide engine with Engine::parallel_for (serial in the naive engine or with one
+// worker); returns when C is complete. Safe to call from several threads at once on different C.
+// Allocates its packing buffers (about k * n floats) on the heap; throws std::bad_alloc if that
+// fails. beta == 0 overwrites C without reading it.
+void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    float alpha, const float* a, std::int64_t lda, const float* b,
+                    std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
 }  // namespace detail
 }  // namespace asyncnd

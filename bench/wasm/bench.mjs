@@ -1,0 +1,220 @@
+// bench/wasm/bench.mjs: the WebAssembly engine in Node.js, next to TensorFlow.js on the same data,
+// in one run. Writes bench/results/wasm.json (a flat object of named figures plus `machine`).
+// Run from the repository root after `make wasm` and `npm ci` here (`make bench` does both):
+//   node bench/wasm/bench.mjs [out.json]
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.join(here, '..', '..');
+const require = createRequire(import.meta.url);
+const asyncnd = require(path.join(root, 'wasm', 'index.cjs'));
+const out = process.argv[2] || path.join(root, 'bench', 'results', 'wasm.json');
+
+const figures = {};
+const notes = {};
+function record(key, value, note) {
+  figures[key] = Number(value.toPrecision(6));
+  notes[key] = note;
+  console.log(`  ${key.padEnd(34)} ${String(figures[key]).padStart(12)}   ${note}`);
+}
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+const nowS = () => performance.now() / 1000;
+const heading = (t) => console.log(`\n== ${t}`);
+
+function cpuBusyPct() {
+  // CPU busy over the next second (/proc/stat), while this thread sleeps: well above 0 means
+  // another process was running and the figures are suspect.
+  const read = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
+  try {
+    const a = read();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+    const b = read();
+    const d = b.map((x, i) => x - a[i]);
+    const total = d.reduce((x, y) => x + y, 0), idle = d[3] + d[4];
+    return total > 0 ? Math.round(100 * (total - idle) / total) : -1;
+  } catch { return -1; }
+}
+
+const busyBefore = cpuBusyPct();  // before anything of ours starts
+const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+
+const nd1 = await asyncnd.load({ threads: 1 });
+const nd2 = await asyncnd.load({ threads: 2 });
+
+// ---- GEMM -----------------------------------------------------------------------------------
+heading('SGEMM 1000x1000x1000: asyncnd (1 and 2 worker threads) vs TensorFlow.js, same matrices');
+const n = 1000, flop = 2 * n * n * n, reps = 9;
+nd1.seed(1);
+const hostA = nd1.tidy(() => nd1.random.normal([n, n]).dataSync());
+const hostB = nd1.tidy(() => nd1.random.normal([n, n]).dataSync());
+
+const tf = require('@tensorflow/tfjs-core');
+require('@tensorflow/tfjs-backend-cpu');
+const tfwasm = require('@tensorflow/tfjs-backend-wasm');
+// A directory prefix: the backend picks its SIMD (or threaded SIMD) binary by feature detection.
+tfwasm.setWasmPaths(path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm')) + path.sep);
+
+function ourGemm(nd) {
+  const a = nd.fromArray(hostA, [n, n]), b = nd.fromArray(hostB, [n, n]);
+  const run = () => {
+    const t0 = nowS();
+    const c = nd.dot(a, b);
+    c.waitToRead();
+    const dt = nowS() - t0;
+    c.delete();
+    return flop / dt * 1e-9;
+  };
+  return { run, free: () => { a.delete(); b.delete(); } };
+}
+async function tfGemm(backend) {
+  await tf.setBackend(backend);
+  const a = tf.tensor2d(hostA, [n, n]), b = tf.tensor2d(hostB, [n, n]);
+  const run = () => {
+    const t0 = nowS();
+    const c = tf.matMul(a, b);
+    c.dataSync();
+    const dt = nowS() - t0;
+    c.dispose();
+    return flop / dt * 1e-9;
+  };
+  return { run, free: () => { a.dispose(); b.dispose(); } };
+}
+
+const g1 = ourGemm(nd1), g2 = ourGemm(nd2);
+const tw = await tfGemm('wasm');
+const tfThreads = tfwasm.getThreadsCount ? tfwasm.getThreadsCount() : 1;
+// Check the three agree on the product before timing them.
+{
+  const ours = nd2.tidy(() => nd2.dot(nd2.fromArray(hostA, [n, n]), nd2.fromArray(hostB, [n, n])).dataSync());
+  const theirs = tf.tidy(() => tf.matMul(tf.tensor2d(hostA, [n, n]), tf.tensor2d(hostB, [n, n])).dataSync());
+  let maxDiff = 0;
+  for (let i = 0; i < ours.length; ++i) maxDiff = Math.max(maxDiff, Math.abs(ours[i] - theirs[i]));
+  console.log(`  max |asyncnd - tfjs| over C: ${maxDiff.toExponential(2)}`);
+  if (maxDiff > 1e-2) throw new Error(`GEMM results differ: ${maxDiff}`);
+}
+for (let i = 0; i < 2; ++i) { g1.run(); g2.run(); tw.run(); }  // warm-up: V8 tiers up, pages touched
+const r1 = [], r2 = [], rt = [];
+for (let r = 0; r < reps; ++r) { r1.push(g1.run()); r2.push(g2.run()); rt.push(tw.run()); }
+tw.free();
+record('wasm_sgemm1000_1t_gflops', median(r1), `nd.dot + waitToRead, 1 worker, median of ${reps}`);
+record('wasm_sgemm1000_2t_gflops', median(r2), `nd.dot + waitToRead, 2 workers, median of ${reps}`);
+record('wasm_sgemm1000_1t_best_gflops', Math.max(...r1), 'best of the same runs');
+record('wasm_sgemm1000_2t_best_gflops', Math.max(...r2), 'best of the same runs');
+record('tfjs_wasm_sgemm1000_gflops', median(rt), `tf.matMul + dataSync, tfjs-backend-wasm 4.22 (${tfThreads} thread), median of ${reps}, interleaved`);
+const tc = await tfGemm('cpu');
+tc.run();
+const rc = [tc.run(), tc.run(), tc.run()];
+tc.free();
+record('tfjs_cpu_sgemm1000_gflops', median(rc), 'tf.matMul + dataSync, tfjs-backend-cpu 4.22 (pure JS), median of 3');
+g1.free(); g2.free();
+
+// ---- overhead -------------------------------------------------------------------------------
+heading('Per-op overhead through Embind (default worker count for this machine: 1)');
+const nd = nd1;
+{
+  nd._testing.benchVars(256);
+  const push = nd._testing.pushEmptyUnchecked;  // the bound Embind function itself
+  const N = 200000, all = [], pushOnly = [];
+  for (let r = 0; r < 6; ++r) {
+    const t0 = nowS();
+    for (let i = 0; i < N; ++i) push(i & 255, (i * 7 + 3) & 255);
+    const t1 = nowS();
+    nd.waitAll();
+    if (r > 0) { all.push((nowS() - t0) / N * 1e9); pushOnly.push((t1 - t0) / N * 1e9); }
+  }
+  nd._testing.benchVarsFree();
+  nd.waitAll();
+  record('wasm_push_overhead_ns', median(all), 'empty op (reads 1, writes 1 of 256 vars) pushed from JS through Embind, incl. waitAll, N=200k, median of 5');
+  record('wasm_push_only_ns', median(pushOnly), 'the same runs, the push calls alone');
+}
+{
+  const x = nd.ones([1, 2]);
+  const N = 20000, ours = [];
+  for (let r = 0; r < 6; ++r) {
+    const t0 = nowS();
+    for (let i = 0; i < N; ++i) x.add(1).delete();
+    nd.waitAll();
+    if (r > 0) ours.push((nowS() - t0) / N * 1e9);
+  }
+  const core = [];
+  for (let r = 0; r < 6; ++r) {
+    const t0 = nowS();
+    nd._testing.coreAdds(x, N);
+    nd.waitAll();
+    if (r > 0) core.push((nowS() - t0) / N * 1e9);
+  }
+  x.delete();
+  record('wasm_tiny_op_ns', median(ours), 'x.add(1).delete() on a [1,2] array through the JS API, incl. waitAll, per op');
+  record('wasm_tiny_op_core_ns', median(core), 'the same loop inside C++ (no JS wrapper, no Embind), per op');
+  await tf.setBackend('wasm');
+  const tx = tf.ones([1, 2]), theirs = [];
+  for (let r = 0; r < 6; ++r) {
+    const t0 = nowS();
+    for (let i = 0; i < N; ++i) tf.add(tx, 1).dispose();
+    if (r > 0) theirs.push((nowS() - t0) / N * 1e9);
+  }
+  tx.dispose();
+  record('tfjs_wasm_tiny_op_ns', median(theirs), 'tf.add(x, 1).dispose() on tfjs-backend-wasm, per op (synchronous backend)');
+}
+{
+  const x = nd.ones([1, 2]);
+  const us = [];
+  for (let i = 0; i < 22000; ++i) {
+    const t0 = nowS();
+    const y = x.add(1);
+    y.waitToRead();
+    if (i >= 2000) us.push((nowS() - t0) * 1e6);
+    y.delete();
+  }
+  x.delete();
+  us.sort((a, b) => a - b);
+  record('wasm_wait_roundtrip_us', us[us.length >> 1], 'x.add(1) then waitToRead, median of 20k after 2k warm-up');
+  record('wasm_wait_roundtrip_p90_us', us[Math.floor(us.length * 0.9)], '90th percentile (a sleeping hand-off shows here)');
+}
+
+// ---- E5 -------------------------------------------------------------------------------------
+heading('E5: 10000 x (y = x + 1) on a [1,2] array, waitToRead each time vs waitAll once');
+{
+  const N = 10000, x = nd.ones([1, 2]);
+  for (let i = 0; i < 2000; ++i) x.add(1).delete();
+  nd.waitAll();
+  const sync = [], async = [];
+  for (let r = 0; r < 5; ++r) {  // interleaved, so drift affects both alike
+    let t0 = nowS();
+    for (let i = 0; i < N; ++i) { const y = x.add(1); y.waitToRead(); y.delete(); }
+    sync.push(nowS() - t0);
+    t0 = nowS();
+    for (let i = 0; i < N; ++i) x.add(1).delete();
+    nd.waitAll();
+    async.push(nowS() - t0);
+  }
+  x.delete();
+  record('wasm_e5_sync_s', median(sync), 'waitToRead after each of the 10000 adds, median of 5');
+  record('wasm_e5_async_s', median(async), 'waitAll once at the end, median of 5');
+  record('wasm_e5_speedup', median(sync) / median(async), 'wasm_e5_sync_s / wasm_e5_async_s');
+  record('wasm_e5_sync_min_s', Math.min(...sync), 'fastest synchronous repeat');
+}
+
+nd1.waitAll();
+nd2.waitAll();
+const result = {
+  ...figures,
+  machine: {
+    cpu_model: (os.cpus()[0] || {}).model || 'unknown',
+    cores: os.cpus().length,
+    node: process.version,
+    backend: nd.backend,
+    emscripten: '3.1.6 (Debian), -O2 -pthread -msimd128 -fexceptions',
+    tfjs: '4.22.0',
+    loadavg_start: loadavg,
+    cpu_busy_before_pct: busyBefore,
+    date: new Date().toISOString(),
+  },
+};
+fs.mkdirSync(path.dirname(out), { recursive: true });
+fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+console.log(`\nwrote ${out}`);

@@ -1,0 +1,174 @@
+// The pieces of the portable GEMM (portable_gemm.cpp): packing op(A) into MR-row panels and op(B)
+// into NR-column panels, and the 4x8 micro-kernel that keeps a 4x8 block of C in eight f32x4
+// registers. Wider tiles (6x8, twelve accumulators) spill registers in V8 and run at half speed.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/simd.h"
+
+namespace asyncnd {
+namespace kernels {
+namespace gemm {
+
+using simd::f32x4;
+
+constexpr std::int64_t kMr = 4;  // rows of a micro-tile (a panel of packed A)
+constexpr std::int64_t kNr = 8;  // columns of a micro-tile (a panel of packed B): two f32x4
+
+// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of alpha * op(A) into ceil(mc / 4) panels,
+// each kc x 4 (element (i, p) of a panel at p * 4 + i); rows past mc are zero. op(A) is A, or
+// A^T when trans_a. alpha is folded in here, as the reference does (alpha * a) * b.
+inline void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t i0,
+                   std::int64_t mc, std::int64_t p0, std::int64_t kc, float alpha, float* out) {
+  for (std::int64_t r = 0; r < mc; r += kMr) {
+    const std::int64_t rows = mc - r < kMr ? mc - r : kMr;
+    float* dst = out + r * kc;
+    if (trans_a) {  // op(A)(i, p) = a[p * lda + i]: four rows of a panel are contiguous in a
+      const float* src = a + p0 * lda + i0 + r;
+      if (rows == kMr) {
+        for (std::int64_t p = 0; p < kc; ++p)
+          simd::store(dst + p * kMr, simd::load(src + p * lda) * simd::splat(alpha));
+      } else {
+        for (std::int64_t p = 0; p < kc; ++p)
+          for (std::int64_t i = 0; i < kMr; ++i)
+            dst[p * kMr + i] = i < rows ? alpha * src[p * lda + i] : 0.0f;
+      }
+    } else {  // op(A)(i, p) = a[i * lda + p]: read four rows side by side
+      const float* src = a + (i0 + r) * lda + p0;
+      for (std::int64_t i = 0; i < kMr; ++i) {
+        if (i < rows) {
+          const float* row = src + i * lda;
+          for (std::int64_t p = 0; p < kc; ++p) dst[p * kMr + i] = alpha * row[p];
+        } else {
+          for (std::int64_t p = 0; p < kc; ++p) dst[p * kMr + i] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// Packs rows [p0, p0 + kc) and columns [j0, j0 + 8) of op(B) into one kc x 8 panel (element
+// (p, j) at p * 8 + j); columns past n are zero. op(B) is B, or B^T when trans_b.
+inline void pack_b_panel(bool trans_b, const float* b, std::int64_t ldb, std::int64_t p0,
+                         std::int64_t kc, std::int64_t j0, std::int64_t n, float* out) {
+  const std::int64_t cols = n - j0 < kNr ? n - j0 : kNr;
+  if (!trans_b) {
+    const float* src = b + p0 * ldb + j0;
+    if (cols == kNr) {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        simd::store(out + p * kNr, simd::load(src + p * ldb));
+        simd::store(out + p * kNr + 4, simd::load(src + p * ldb + 4));
+      }
+    } else {
+      for (std::int64_t p = 0; p < kc; ++p)
+        for (std::int64_t j = 0; j < kNr; ++j) out[p * kNr + j] = j < cols ? src[p * ldb + j] : 0.0f;
+    }
+  } else {  // op(B)(p, j) = b[j * ldb + p]: each column of the panel is a contiguous row of b
+    const float* src = b + j0 * ldb + p0;
+    for (std::int64_t j = 0; j < kNr; ++j) {
+      if (j < cols) {
+        const float* row = src + j * ldb;
+        for (std::int64_t p = 0; p < kc; ++p) out[p * kNr + j] = row[p];
+      } else {
+        for (std::int64_t p = 0; p < kc; ++p) out[p * kNr + j] = 0.0f;
+      }
+    }
+  }
+}
+
+// How the micro-kernel combines its sum with C: on the first k-block C is scaled by beta (beta ==
+// 0 overwrites without reading C, so NaNs there do not survive, as in BLAS); later k-blocks add.
+enum class Update { kOverwrite, kAdd, kScale };
+
+// c[i, j] <- acc[i, j] (+ c or + beta * c) for the rows < mr and columns < nr of one 4x8 tile.
+// acc[i] holds row i: columns 0-3 in acc[2 * i], 4-7 in acc[2 * i + 1].
+inline void store_tile(const f32x4* acc, float* c, std::int64_t ldc, std::int64_t mr,
+                       std::int64_t nr, Update mode, float beta) {
+  if (mr == kMr && nr == kNr) {
+    const f32x4 vb = simd::splat(beta);
+    for (int i = 0; i < kMr; ++i) {
+      float* ci = c + i * ldc;
+      f32x4 lo = acc[2 * i], hi = acc[2 * i + 1];
+      if (mode == Update::kAdd) {
+        lo += simd::load(ci);
+        hi += simd::load(ci + 4);
+      } else if (mode == Update::kScale) {
+        lo += vb * simd::load(ci);
+        hi += vb * simd::load(ci + 4);
+      }
+      simd::store(ci, lo);
+      simd::store(ci + 4, hi);
+    }
+    return;
+  }
+  float tile[kMr * kNr];
+  for (int i = 0; i < kMr; ++i) {
+    simd::store(tile + i * kNr, acc[2 * i]);
+    simd::store(tile + i * kNr + 4, acc[2 * i + 1]);
+  }
+  for (std::int64_t i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    for (std::int64_t j = 0; j < nr; ++j) {
+      const float v = tile[i * kNr + j];
+      if (mode == Update::kOverwrite) {
+        ci[j] = v;
+      } else if (mode == Update::kAdd) {
+        ci[j] += v;
+      } else {
+        ci[j] = v + beta * ci[j];
+      }
+    }
+  }
+}
+
+// One 4x8 tile of C: the sum over p < kc of a panel of packed A (kc x 4) times a panel of packed
+// B (kc x 8), combined with C by store_tile. The eight accumulators are named variables, not an
+// array, so that no compiler (V8's in particular) is tempted to keep them in memory.
+inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
+                         std::int64_t ldc, std::int64_t mr, std::int64_t nr, Update mode,
+                         float beta) {
+  f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
+  f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
+#if !defined(__wasm_simd128__)
+    // SSE: one load of the four A values and a shuffle each (pshufd) beats four movss + shufps.
+    // In wasm, f32x4.splat of a load becomes one vbroadcastss from memory in V8: kept there.
+    const f32x4 av = simd::load(pa);
+    f32x4 a = __builtin_shufflevector(av, av, 0, 0, 0, 0);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = __builtin_shufflevector(av, av, 1, 1, 1, 1);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = __builtin_shufflevector(av, av, 2, 2, 2, 2);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = __builtin_shufflevector(av, av, 3, 3, 3, 3);
+    c30 += a * b0;
+    c31 += a * b1;
+#else
+    f32x4 a = simd::splat(pa[0]);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = simd::splat(pa[1]);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = simd::splat(pa[2]);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = simd::splat(pa[3]);
+    c30 += a * b0;
+    c31 += a * b1;
+#endif
+    pa += kMr;
+    pb += kNr;
+  }
+  const f32x4 acc[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+  store_tile(acc, c, ldc, mr, nr, mode, beta);
+}
+
+}  // namespace gemm
+}  // namespace kernels
+}  // namespace asyncnd

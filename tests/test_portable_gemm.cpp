@@ -1,0 +1,209 @@
+// detail::portable_sgemm (the packed SIMD GEMM) against detail::reference_sgemm: every transpose
+// combination, edge sizes around the 4x8 tile and the KC/MC blocks, padded strides, alpha/beta
+// variants (beta = 0 over a NaN-filled C), run serially, on 1, 2 and 4 workers and from inside ops.
+#include <asyncnd/asyncnd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "asyncnd/detail/backend.h"
+#include "ops_test_util.h"
+#include "test_util.h"
+
+using namespace asyncnd;
+using asyncnd_test::EngineConfigGuard;
+
+namespace {
+
+struct Case {
+  bool ta, tb;
+  std::int64_t m, n, k, pad;  // pad: extra columns in lda, ldb and ldc
+  float alpha, beta;
+};
+
+std::string describe(const Case& g) {
+  std::ostringstream s;
+  s << "ta=" << g.ta << " tb=" << g.tb << " m=" << g.m << " n=" << g.n << " k=" << g.k
+    << " pad=" << g.pad << " alpha=" << g.alpha << " beta=" << g.beta;
+  return s.str();
+}
+
+// Runs both GEMMs on the same random inputs and compares C; the padding columns of C must keep
+// their values (bit for bit), and beta == 0 must ignore the NaNs C starts with.
+void check_case(const Case& g, std::mt19937_64& rng) {
+  INFO(describe(g));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::int64_t a_cols = g.ta ? g.m : g.k, a_rows = g.ta ? g.k : g.m;
+  const std::int64_t b_cols = g.tb ? g.k : g.n, b_rows = g.tb ? g.n : g.k;
+  const std::int64_t lda = a_cols + g.pad, ldb = b_cols + g.pad, ldc = g.n + g.pad;
+  std::vector<float> a(static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * lda)));
+  std::vector<float> b(static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * ldb)));
+  std::vector<float> c(static_cast<std::size_t>(g.m * ldc));
+  for (float& v : a) v = dist(rng);
+  for (float& v : b) v = dist(rng);
+  for (std::int64_t i = 0; i < g.m; ++i)
+    for (std::int64_t j = 0; j < ldc; ++j)
+      c[i * ldc + j] = (g.beta == 0.0f && j < g.n) ? std::numeric_limits<float>::quiet_NaN()
+                                                   : dist(rng);
+  std::vector<float> want = c;
+  detail::reference_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb,
+                          g.beta, want.data(), ldc);
+  detail::portable_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta,
+                         c.data(), ldc);
+  // |a|, |b| <= 1: each element sums k products of magnitude <= |alpha|; both results round
+  // differently (blocking order), by at most a few ulps of k per element.
+  const double tol = 1e-6 * static_cast<double>(g.k + 2) * (std::fabs(g.alpha) + std::fabs(g.beta) + 1);
+  int bad = 0;
+  for (std::int64_t i = 0; i < g.m && bad < 5; ++i) {
+    for (std::int64_t j = 0; j < ldc && bad < 5; ++j) {
+      const float got = c[i * ldc + j], exp = want[i * ldc + j];
+      if (j >= g.n) {
+        if (std::memcmp(&got, &exp, sizeof got) != 0) {
+          ++bad;
+          FAIL_CHECK("padding C[" << i << "," << j << "] changed to " << got);
+        }
+      } else if (!(std::fabs(got - exp) <= tol)) {  // also fails on NaN
+        ++bad;
+        FAIL_CHECK("C[" << i << "," << j << "] = " << got << ", reference " << exp
+                        << ", tolerance " << tol);
+      }
+    }
+  }
+}
+
+// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 48), the
+// small-matrix path and the thin one (m < 4), each with all four transpose combinations.
+std::vector<Case> fixed_cases() {
+  const std::int64_t shapes[][3] = {
+      {1, 1, 1},     {1, 1, 7},     {3, 5, 2},      {4, 8, 1},      {5, 9, 3},
+      {32, 32, 32},  {33, 32, 32},  {1, 1000, 70},  {1000, 1, 70},  {1, 70, 1000},
+      {4, 8, 512},   {4, 8, 1025},  {5, 7, 513},    {96, 8, 40},    {97, 9, 41},
+      {95, 17, 255}, {191, 33, 9},  {13, 301, 31},  {200, 64, 300}, {63, 127, 129},
+      {257, 100, 3}, {7, 500, 20},  {128, 128, 128}, {2, 300, 200}, {3, 77, 513},
+      {1, 4099, 9}};
+  const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}, {2.0f, 0.0f}, {1.5f, -1.0f}};
+  std::vector<Case> cases;
+  int v = 0;
+  for (const auto& s : shapes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const auto& [alpha, beta] = ab[v % 5];
+        cases.push_back({ta, tb, s[0], s[1], s[2], (v % 3 == 0) ? 0 : v % 3 + 2, alpha, beta});
+        ++v;
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> random_cases(std::mt19937_64& rng, int count) {
+  std::vector<Case> cases;
+  const float alphas[] = {1.0f, -1.0f, 0.5f, 3.0f};
+  const float betas[] = {0.0f, 1.0f, -0.75f, 2.0f};
+  for (int i = 0; i < count; ++i) {
+    auto dim = [&](std::int64_t hi) { return 1 + static_cast<std::int64_t>(rng() % hi); };
+    cases.push_back({rng() % 2 == 0, rng() % 2 == 0, dim(150), dim(150), dim(300),
+                     static_cast<std::int64_t>(rng() % 4), alphas[rng() % 4], betas[rng() % 4]});
+  }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("portable_sgemm matches reference_sgemm at edge sizes on 1 2 and 4 workers",
+          "[gemm][portable]") {
+  EngineConfigGuard restore;
+  std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm edge sizes"));
+  const auto cases = fixed_cases();
+  for (int workers : {1, 2, 4}) {
+    configure_engine({EngineKind::kThreaded, workers});
+    INFO("workers " << workers);
+    for (const Case& g : cases) check_case(g, rng);
+  }
+  configure_engine({EngineKind::kNaive});
+  INFO("naive engine");
+  for (const Case& g : cases) check_case(g, rng);
+}
+
+TEST_CASE("portable_sgemm matches reference_sgemm on random shapes", "[gemm][portable]") {
+  EngineConfigGuard restore;
+  std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm random shapes"));
+  const int count = static_cast<int>(asyncnd_test::scaled(60, 6));
+  for (int workers : {1, 2}) {
+    configure_engine({EngineKind::kThreaded, workers});
+    INFO("workers " << workers);
+    for (const Case& g : random_cases(rng, count)) check_case(g, rng);
+  }
+}
+
+TEST_CASE("portable_sgemm k = 0 and alpha = 0 only scale C", "[gemm][portable]") {
+  std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm k=0"));
+  for (float beta : {0.0f, 1.0f, -2.0f}) {
+    for (float alpha : {0.0f, 1.0f}) {
+      for (std::int64_t k : {0, 300}) {
+        if (alpha != 0.0f && k != 0) continue;
+        check_case({false, false, 40, 50, k, 1, alpha, beta}, rng);
+        check_case({true, true, 40, 50, k, 0, alpha, beta}, rng);
+      }
+    }
+  }
+}
+
+TEST_CASE("portable_sgemm with m = 0 or n = 0 touches nothing", "[gemm][portable]") {
+  float c = 7.0f, a = 1.0f, b = 1.0f;
+  detail::portable_sgemm(false, false, 0, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+  detail::portable_sgemm(false, false, 1, 0, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+  CHECK(c == 7.0f);
+}
+
+// The real call site: inside ops on the engine's workers, two GEMMs at once (each splitting its
+// work over the idle workers), on separate outputs. Also what the TSan build checks for races.
+TEST_CASE("portable_sgemm runs concurrently inside engine ops", "[gemm][portable][engine]") {
+  EngineConfigGuard restore;
+  configure_engine({EngineKind::kThreaded, 2});
+  std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm in ops"));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::int64_t m = 150, n = 130, k = 270;
+  std::vector<std::vector<float>> as(4), bs(4), cs(4), wants(4);
+  for (int t = 0; t < 4; ++t) {
+    as[t].resize(m * k);
+    bs[t].resize(k * n);
+    for (float& v : as[t]) v = dist(rng);
+    for (float& v : bs[t]) v = dist(rng);
+    cs[t].assign(m * n, std::numeric_limits<float>::quiet_NaN());
+    wants[t].assign(m * n, 0.0f);
+    detail::reference_sgemm(false, t % 2 == 1, m, n, k, 1.0f, as[t].data(), k, bs[t].data(),
+                            t % 2 == 1 ? k : n, 0.0f, wants[t].data(), n);
+  }
+  Engine& eng = engine();
+  std::vector<Var> vars;
+  for (int t = 0; t < 4; ++t) {
+    vars.push_back(eng.new_var());
+    float* pc = cs[t].data();
+    const float* pa = as[t].data();
+    const float* pb = bs[t].data();
+    const bool tb = t % 2 == 1;
+    eng.push([=] { detail::portable_sgemm(false, tb, m, n, k, 1.0f, pa, k, pb, tb ? k : n, 0.0f,
+                                          pc, n); },
+             {}, {vars.back()});
+  }
+  eng.waitall();
+  for (Var v : vars) eng.delete_var(v);
+  eng.waitall();
+  for (int t = 0; t < 4; ++t) {
+    INFO("gemm " << t);
+    int bad = 0;
+    for (std::int64_t i = 0; i < m * n && bad < 5; ++i) {
+      if (!(std::fabs(cs[t][i] - wants[t][i]) <= 1e-6 * (k + 2))) {
+        ++bad;
+        FAIL_CHECK("C[" << i << "] = " << cs[t][i] << ", reference " << wants[t][i]);
+      }
+    }
+  }
+  CHECK(eng.stats().pending == 0);
+}

@@ -1,0 +1,548 @@
+// The JavaScript API's C++ side (see glue.h): the handle table, the error protocol, and the
+// non-blocking read that notifies the JavaScript thread.
+#include "glue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <emscripten/em_asm.h>
+
+#include "asyncnd/asyncnd.h"
+#include "asyncnd/detail/backend.h"
+
+namespace asyncnd {
+namespace wasm {
+namespace {
+
+// Only the JavaScript thread touches these (glue.h).
+std::string g_error;
+bool g_has_error = false;
+std::vector<NDArray> g_slots;
+std::vector<int> g_free;
+int g_live = 0;
+std::vector<Var> g_bench_vars;
+
+// Gates (gate_op): completed by the JS thread, armed by a worker; either may come first.
+struct Gate {
+  bool opened = false, armed = false;
+  float value = 0;
+  float* data = nullptr;
+  std::int64_t n = 0;
+  Completion completion;
+};
+std::mutex g_gates_mu;
+std::map<int, Gate> g_gates;
+
+// Caller holds g_gates_mu; the gate has been opened and armed.
+void finish_gate(std::map<int, Gate>::iterator it) {
+  Gate& g = it->second;
+  std::fill(g.data, g.data + g.n, g.value);
+  Completion c = std::move(g.completion);
+  g_gates.erase(it);
+  c.done();
+}
+
+// Runs f; on an exception stores its message and returns `fail`.
+template <class F, class R>
+R guarded(F&& f, R fail) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    g_error = e.what();
+  } catch (...) {
+    g_error = "asyncnd: unknown C++ exception";
+  }
+  g_has_error = true;
+  return fail;
+}
+
+int put(NDArray a) {
+  int h;
+  if (!g_free.empty()) {
+    h = g_free.back();
+    g_free.pop_back();
+    g_slots[static_cast<std::size_t>(h)] = std::move(a);
+  } else {
+    h = static_cast<int>(g_slots.size());
+    g_slots.push_back(std::move(a));
+  }
+  ++g_live;
+  return h;
+}
+
+const NDArray& get(int h) {
+  if (h < 0 || static_cast<std::size_t>(h) >= g_slots.size() ||
+      !g_slots[static_cast<std::size_t>(h)].defined()) {
+    throw Error("asyncnd: array handle " + std::to_string(h) + " is not live (deleted?)");
+  }
+  return g_slots[static_cast<std::size_t>(h)];
+}
+
+template <class F>
+int make(F&& f) {
+  return guarded([&] { return put(f()); }, -1);
+}
+
+Shape to_shape(const val& v, const char* op, bool allow_minus_one = false) {
+  if (!v.isArray()) throw Error(std::string(op) + ": shape must be an array of integers");
+  const unsigned n = v["length"].as<unsigned>();
+  Shape s;
+  s.reserve(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const val d = v[i];
+    const double x = d.isNumber() ? d.as<double>() : std::nan("");
+    const bool ok = std::isfinite(x) && x == std::floor(x) && (x >= 0 || (allow_minus_one && x == -1));
+    if (!ok) {
+      throw Error(std::string(op) + ": bad dimension " + d.call<std::string>("toString") +
+                  " at index " + std::to_string(i) + " of the shape");
+    }
+    s.push_back(static_cast<std::int64_t>(x));
+  }
+  return s;
+}
+
+enum Unary { kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh };
+enum Binary { kAdd, kSub, kMul, kDiv, kPow };
+constexpr int kScalarLeft = 16;  // scalar(code + kScalarLeft): s op a
+enum Reduce { kSum, kMean, kMax, kNorm };
+
+NDArray apply_binary(int code, const NDArray& a, const NDArray& b) {
+  switch (code) {
+    case kAdd: return nd::add(a, b);
+    case kSub: return nd::sub(a, b);
+    case kMul: return nd::mul(a, b);
+    case kDiv: return nd::div(a, b);
+    case kPow: return nd::pow(a, b);
+  }
+  throw Error("binary: unknown op code " + std::to_string(code));
+}
+
+}  // namespace
+
+int init(int threads) {
+  return guarded(
+      [&] {
+        if (threads < 1) throw Error("load: threads must be at least 1, got " + std::to_string(threads));
+        // Read by EngineOptions::from_env when the engine starts, just below.
+        ::setenv("ASYNCND_CPU_WORKERS", std::to_string(threads).c_str(), 1);
+        return engine().num_workers();
+      },
+      -1);
+}
+
+std::string backend_name() {
+  return guarded([] { return detail::backend_for(Device::cpu()).name(); }, std::string());
+}
+
+int num_workers() {
+  return guarded([] { return engine().num_workers(); }, -1);
+}
+
+std::string take_error() {
+  std::string e = std::move(g_error);
+  g_error.clear();
+  g_has_error = false;
+  return e;
+}
+
+bool has_error() { return g_has_error; }
+
+int retain(int h) {
+  return make([&] { return get(h); });
+}
+
+void release(int h) {
+  if (h < 0 || static_cast<std::size_t>(h) >= g_slots.size()) return;
+  NDArray& slot = g_slots[static_cast<std::size_t>(h)];
+  if (!slot.defined()) return;
+  slot = NDArray();  // the storage goes once every op queued on it has finished
+  g_free.push_back(h);
+  --g_live;
+}
+
+int live_handles() { return g_live; }
+
+int zeros(val shape) {
+  return make([&] { return nd::zeros(to_shape(shape, "zeros")); });
+}
+int ones(val shape) {
+  return make([&] { return nd::ones(to_shape(shape, "ones")); });
+}
+int full(val shape, float value) {
+  return make([&] { return nd::full(to_shape(shape, "full"), value); });
+}
+int arange(double start, double stop, double step) {
+  return make([&] {
+    return nd::arange(static_cast<float>(start), static_cast<float>(stop), static_cast<float>(step));
+  });
+}
+
+int from_array(val data, val shape) {
+  return make([&] {
+    Shape s = to_shape(shape, "fromArray");
+    std::vector<float> values = emscripten::convertJSArrayToNumberVector<float>(data);
+    return nd::from_vector(std::move(values), std::move(s));
+  });
+}
+
+int random_uniform(val shape, float lo, float hi) {
+  return make([&] { return nd::random_uniform(to_shape(shape, "random.uniform"), lo, hi); });
+}
+int random_normal(val shape, float mean, float stddev) {
+  return make([&] { return nd::random_normal(to_shape(shape, "random.normal"), mean, stddev); });
+}
+
+int seed(double s) {
+  return guarded(
+      [&] {
+        if (!(s >= 0) || s != std::floor(s) || s > 9007199254740991.0) {
+          throw Error("seed: expected a non-negative integer up to 2^53-1, got " + std::to_string(s));
+        }
+        nd::seed(static_cast<std::uint64_t>(s));
+        return 0;
+      },
+      -1);
+}
+
+int unary(int code, int h) {
+  return make([&] {
+    const NDArray& a = get(h);
+    switch (code) {
+      case kNeg: return nd::neg(a);
+      case kExp: return nd::exp(a);
+      case kLog: return nd::log(a);
+      case kSqrt: return nd::sqrt(a);
+      case kRelu: return nd::relu(a);
+      case kSigmoid: return nd::sigmoid(a);
+      case kTanh: return nd::tanh(a);
+    }
+    throw Error("unary: unknown op code " + std::to_string(code));
+  });
+}
+
+int binary(int code, int a, int b) {
+  return make([&] { return apply_binary(code, get(a), get(b)); });
+}
+
+int scalar(int code, int h, float s) {
+  return make([&] {
+    const NDArray& a = get(h);
+    switch (code) {
+      case kAdd: return nd::add(a, s);
+      case kSub: return nd::sub(a, s);
+      case kMul: return nd::mul(a, s);
+      case kDiv: return nd::div(a, s);
+      case kPow: return nd::pow(a, s);
+      case kScalarLeft + kSub: return s - a;
+      case kScalarLeft + kDiv: return s / a;
+    }
+    // Other scalar-left forms (s + a, s * a, s ** a) go through a full array of s: broadcasting
+    // gives the same shape, and the op stays queued.
+    if (code >= kScalarLeft) return apply_binary(code - kScalarLeft, nd::full({}, s, a.device()), a);
+    throw Error("scalar: unknown op code " + std::to_string(code));
+  });
+}
+
+int dot(int a, int b) {
+  return make([&] { return nd::dot(get(a), get(b)); });
+}
+int transpose(int h) {
+  return make([&] { return nd::transpose(get(h)); });
+}
+int reshape(int h, val shape) {
+  return make([&] { return nd::reshape(get(h), to_shape(shape, "reshape", true)); });
+}
+
+int reduce_all(int code, int h) {
+  return make([&] {
+    const NDArray& a = get(h);
+    switch (code) {
+      case kSum: return nd::sum(a);
+      case kMean: return nd::mean(a);
+      case kMax: return nd::max(a);
+      case kNorm: return nd::norm(a);
+    }
+    throw Error("reduce: unknown op code " + std::to_string(code));
+  });
+}
+
+int reduce(int code, int h, int axis, bool keepdims) {
+  return make([&] {
+    const NDArray& a = get(h);
+    switch (code) {
+      case kSum: return nd::sum(a, axis, keepdims);
+      case kMean: return nd::mean(a, axis, keepdims);
+      case kMax: return nd::max(a, axis, keepdims);
+    }
+    throw Error("reduce: op code " + std::to_string(code) + " has no axis form");
+  });
+}
+
+val shape(int h) {
+  return guarded(
+      [&] {
+        val out = val::array();
+        for (std::int64_t d : get(h).shape()) out.call<void>("push", static_cast<double>(d));
+        return out;
+      },
+      val::null());
+}
+
+double size(int h) {
+  return guarded([&] { return static_cast<double>(get(h).size()); }, -1.0);
+}
+
+int wait_to_read(int h) {
+  return guarded(
+      [&] {
+        get(h).wait_to_read();
+        return 0;
+      },
+      -1);
+}
+
+int waitall() {
+  return guarded(
+      [] {
+        nd::waitall();
+        return 0;
+      },
+      -1);
+}
+
+double read_ptr(int h) {
+  return guarded(
+      [&] {
+        const NDArray& a = get(h);
+        a.wait_to_read();
+        return static_cast<double>(reinterpret_cast<std::uintptr_t>(a.unsafe_data()));
+      },
+      -1.0);
+}
+
+double item(int h) {
+  return guarded([&] { return static_cast<double>(get(h).item()); },
+                 std::numeric_limits<double>::quiet_NaN());
+}
+
+std::string to_string(int h) {
+  return guarded(
+      [&] {
+        std::ostringstream os;
+        os << get(h);
+        return os.str();
+      },
+      std::string());
+}
+
+int request_read(int h, int token) {
+  return guarded(
+      [&] {
+        const NDArray& a = get(h);
+        // An empty op that reads a and writes a private variable; deleting that variable runs
+        // the callback once the op has finished, or been skipped because a's writer failed
+        // (skipped ops still complete, and a deletion always runs), so the JS side always hears
+        // back and then reads the error, if any, with a wait that no longer blocks.
+        Engine& eng = engine();
+        Var sink = eng.new_var();
+        PushOptions opts;
+        opts.name = "data";
+        eng.push([] {}, {a.var()}, {sink}, opts);
+        eng.delete_var(std::move(sink), [token] {
+          // On a worker: posted to the JS thread's event loop. On the JS thread itself (the read
+          // was already complete): runs now; the JS side settles the promise in a microtask.
+          MAIN_THREAD_ASYNC_EM_ASM({ Module["_asyncndReadDone"]($0); }, token);
+        });
+        return 0;
+      },
+      -1);
+}
+
+val stats() {
+  return guarded(
+      [] {
+        EngineStats s = engine().stats();
+        val o = val::object();
+        o.set("pushed", static_cast<double>(s.pushed));
+        o.set("finished", static_cast<double>(s.finished));
+        o.set("pending", static_cast<double>(s.pending));
+        o.set("inflightBytes", static_cast<double>(s.inflight_bytes));
+        o.set("liveVars", static_cast<double>(s.live_vars));
+        o.set("bytesInUse", static_cast<double>(s.bytes_in_use));
+        o.set("bytesPeak", static_cast<double>(s.bytes_peak));
+        o.set("liveArrays", g_live);
+        o.set("workers", engine().num_workers());
+        val devices = val::array();
+        for (const DeviceStats& d : s.devices) {
+          val dv = val::object();
+          dv.set("device", d.device.str());
+          dv.set("bytesInUse", static_cast<double>(d.bytes_in_use));
+          dv.set("bytesPeak", static_cast<double>(d.bytes_peak));
+          devices.call<void>("push", dv);
+        }
+        o.set("devices", devices);
+        return o;
+      },
+      val::null());
+}
+
+int set_max_inflight(double ops, double bytes) {
+  return guarded(
+      [&] {
+        if (!(ops >= 0) || !(bytes >= 0) || ops != std::floor(ops) || bytes != std::floor(bytes)) {
+          throw Error("setMaxInflight: ops and bytes must be non-negative integers, got ops=" +
+                      std::to_string(ops) + " bytes=" + std::to_string(bytes));
+        }
+        engine().set_max_inflight(static_cast<std::size_t>(ops), static_cast<std::size_t>(bytes));
+        return 0;
+      },
+      -1);
+}
+
+int profiler_start() {
+  return guarded(
+      [] {
+        engine().start_profiling();
+        return 0;
+      },
+      -1);
+}
+
+std::string profiler_stop() {
+  return guarded([] { return engine().stop_profiling(); }, std::string());
+}
+
+val profiler_events() {
+  return guarded(
+      [] {
+        val out = val::array();
+        for (const ProfileEvent& e : engine().profile_events()) {
+          val o = val::object();
+          o.set("name", e.name);
+          o.set("device", e.device.str());
+          o.set("worker", e.worker);
+          o.set("pushUs", e.push_us);
+          o.set("startUs", e.start_us);
+          o.set("endUs", e.end_us);
+          val reads = val::array(), writes = val::array();
+          for (auto id : e.reads) reads.call<void>("push", static_cast<double>(id));
+          for (auto id : e.writes) writes.call<void>("push", static_cast<double>(id));
+          o.set("reads", reads);
+          o.set("writes", writes);
+          o.set("failed", e.failed);
+          o.set("skipped", e.skipped);
+          out.call<void>("push", o);
+        }
+        return out;
+      },
+      val::null());
+}
+
+int failing_op(int h, std::string message) {
+  return make([&] {
+    const NDArray& a = get(h);
+    NDArray out = nd::empty(a.shape(), a.device());
+    PushOptions opts;
+    opts.name = "failing_op";
+    engine().push([message] { throw Error(message); }, {a.var()}, {out.var()}, opts);
+    return out;
+  });
+}
+
+int gate_op(val shape) {
+  return guarded(
+      [&] {
+        NDArray out = nd::empty(to_shape(shape, "gate_op"));
+        float* data = const_cast<float*>(out.unsafe_data());
+        const std::int64_t n = out.size();
+        const int h = put(out);
+        {
+          std::lock_guard<std::mutex> lk(g_gates_mu);
+          Gate& g = g_gates[h];
+          g.data = data;
+          g.n = n;
+        }
+        PushOptions opts;
+        opts.name = "gate";
+        engine().push_async(
+            [h](Completion c) {
+              std::lock_guard<std::mutex> lk(g_gates_mu);
+              auto it = g_gates.find(h);
+              it->second.completion = std::move(c);
+              it->second.armed = true;
+              if (it->second.opened) finish_gate(it);
+            },
+            {}, {out.var()}, opts);
+        return h;
+      },
+      -1);
+}
+
+int open_gate(int id, float value) {
+  return guarded(
+      [&] {
+        std::lock_guard<std::mutex> lk(g_gates_mu);
+        auto it = g_gates.find(id);
+        if (it == g_gates.end() || it->second.opened) {
+          throw Error("open_gate: no closed gate " + std::to_string(id));
+        }
+        it->second.opened = true;
+        it->second.value = value;
+        if (it->second.armed) finish_gate(it);
+        return 0;
+      },
+      -1);
+}
+
+int bench_vars(int n) {
+  return guarded(
+      [&] {
+        if (n < 1) throw Error("bench_vars: n must be at least 1");
+        g_bench_vars.clear();
+        for (int i = 0; i < n; ++i) g_bench_vars.push_back(engine().new_var());
+        return n;
+      },
+      -1);
+}
+
+int push_empty(int r, int w) {
+  // No bounds check beyond the vector's: a benchmark hook, called with indices it made.
+  return guarded(
+      [&] {
+        engine().push([] {}, {g_bench_vars.at(static_cast<std::size_t>(r))},
+                      {g_bench_vars.at(static_cast<std::size_t>(w))});
+        return 0;
+      },
+      -1);
+}
+
+int bench_vars_free() {
+  return guarded(
+      [] {
+        for (Var& v : g_bench_vars) engine().delete_var(std::move(v));
+        g_bench_vars.clear();
+        return 0;
+      },
+      -1);
+}
+
+int bench_core_adds(int h, int n) {
+  return guarded(
+      [&] {
+        const NDArray& a = get(h);
+        for (int i = 0; i < n; ++i) NDArray y = a + 1.0f;
+        return 0;
+      },
+      -1);
+}
+
+}  // namespace wasm
+}  // namespace asyncnd

@@ -1,0 +1,105 @@
+// The C++ side of the JavaScript API: what bindings.cpp exposes through Embind. Arrays cross the
+// boundary as integer handles (slots in a table that owns the NDArrays), so that a call costs no
+// JS object allocation and a failed call leaves nothing half-made.
+//
+// Error protocol: no C++ exception crosses into JavaScript (it would arrive as a number, and the
+// C++ frames it skipped would leak). Every function catches, stores the message (take_error) and
+// returns a sentinel: -1 for handles and statuses, NaN for item, an empty string for to_string
+// (then has_error() says whether it was an error). The package's JS wrapper turns that into
+// `throw new Error(message)`.
+//
+// Threads: every function here is called from the one JavaScript thread that loaded the module
+// (the browser's main thread or a Worker, or Node's main thread). Functions marked "blocking" wait
+// for the engine and must not be called on a browser's main thread (the JS wrapper refuses).
+#pragma once
+
+#include <string>
+
+#include <emscripten/val.h>
+
+namespace asyncnd {
+namespace wasm {
+
+using emscripten::val;
+
+// Starts the engine with `threads` CPU workers (the Web Workers that the loader pre-made).
+// Returns the worker count, or -1. Call once, before anything else.
+int init(int threads);
+std::string backend_name();
+int num_workers();
+
+// The last error's message (cleared by the call), and whether one is pending.
+std::string take_error();
+bool has_error();
+
+// Handles.
+int retain(int h);     // a second handle to the same array
+void release(int h);   // frees the slot; the storage goes once no op uses it (never blocks)
+int live_handles();
+
+// Creation (non-blocking). `shape` is a JS array of non-negative integers.
+int zeros(val shape);
+int ones(val shape);
+int full(val shape, float value);
+int arange(double start, double stop, double step);
+// `data`: a JS Float32Array (copied in) whose length equals the shape's size.
+int from_array(val data, val shape);
+int random_uniform(val shape, float lo, float hi);
+int random_normal(val shape, float mean, float stddev);
+int seed(double s);
+
+// Elementwise (non-blocking). Codes: see the enums in glue.cpp (mirrored in the JS wrapper).
+int unary(int code, int h);
+int binary(int code, int a, int b);
+int scalar(int code, int a, float s);  // codes >= 16 put the scalar on the left (s - a, s / a)
+
+// Linear algebra and reductions (non-blocking): reduce_all over every element, reduce over one
+// axis (negative counts from the end). Codes: sum, mean, max, norm (norm: reduce_all only).
+int dot(int a, int b);
+int transpose(int h);
+int reshape(int h, val shape);
+int reduce_all(int code, int h);
+int reduce(int code, int h, int axis, bool keepdims);
+
+// Information (non-blocking).
+val shape(int h);
+double size(int h);
+
+// Blocking reads.
+int wait_to_read(int h);
+int waitall();
+// Waits for h, then returns the address of its values in wasm memory (row-major floats; valid
+// until the handle is released), or -1.
+double read_ptr(int h);
+double item(int h);
+std::string to_string(int h);
+
+// Non-blocking read: once every queued write of h has finished (or failed), calls
+// Module._asyncndReadDone(token) on this thread's event loop. Never blocks. Returns 0 or -1.
+int request_read(int h, int token);
+
+// Engine.
+val stats();
+int set_max_inflight(double ops, double bytes);
+int profiler_start();
+std::string profiler_stop();
+val profiler_events();
+
+// For tests and benchmarks.
+// An op that reads h and fails at run time with `message` (its output is poisoned).
+int failing_op(int h, std::string message);
+// A gate: an array of `shape` whose computing op (asynchronous: push_async) finishes only when
+// open_gate(id, value) fills it with `value`. Returns the array's handle; the gate id is the
+// same number. For tests that need an op to stay pending for as long as they like.
+int gate_op(val shape);
+int open_gate(int id, float value);
+// A pool of n engine variables, and an empty op that reads pool[r] and writes pool[w].
+int bench_vars(int n);
+int push_empty(int r, int w);
+int bench_vars_free();
+// n times (a + 1, then drop the result) inside C++: the core's cost of a tiny op without the JS
+// wrapper and Embind (the benchmark compares it with the same loop written in JavaScript).
+int bench_core_adds(int h, int n);
+
+}  // namespace wasm
+}  // namespace asyncnd

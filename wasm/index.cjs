@@ -1,0 +1,490 @@
+// asyncnd for JavaScript: loads the WebAssembly module (dist/) and wraps its Embind functions
+// (bindings.cpp) in the API of DESIGN.md: NDArray methods, nd.* creation functions, barriers,
+// `await x.data()`, tidy/delete, engine stats, the profiler. Types: index.d.ts.
+'use strict';
+
+const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node);
+
+// A browser page's main thread (not a Worker, not Node): blocking there freezes the page.
+function onBrowserMainThread() {
+  return typeof window !== 'undefined' && typeof importScripts === 'undefined' &&
+         typeof WorkerGlobalScope === 'undefined';
+}
+
+// Op codes shared with glue.cpp (enums Unary, Binary, Reduce; kScalarLeft).
+const UNARY = { neg: 0, exp: 1, log: 2, sqrt: 3, relu: 4, sigmoid: 5, tanh: 6 };
+const BINARY = { add: 0, sub: 1, mul: 2, div: 3, pow: 4 };
+const SCALAR_LEFT = 16;
+const REDUCE = { sum: 0, mean: 1, max: 2, norm: 3 };
+const MAX_THREADS = 64;
+
+function defaultThreads() {
+  let hw = 2;
+  if (isNode) {
+    const os = require('os');
+    hw = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  } else if (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) {
+    hw = navigator.hardwareConcurrency;
+  }
+  // As natively: one worker per hardware thread but one, which the JavaScript thread keeps.
+  return Math.max(1, hw - 1);
+}
+
+function makeApi(M, threads) {
+  const check = (r) => {
+    if (r < 0) throw new Error(M.takeError());
+    return r;
+  };
+  const blocking = (op) => {
+    if (onBrowserMainThread()) {
+      throw new Error(`${op}: blocking call on the browser's main thread, which would freeze the page; ` +
+                      'use the non-blocking `await x.data()` instead, or run asyncnd in a Web Worker');
+    }
+  };
+
+  // The safety net for arrays nobody deleted: their handle goes when the wrapper is collected.
+  const registry = new FinalizationRegistry((h) => M.release(h));
+  const scopes = [];  // nd.tidy: one Set of arrays per open scope
+
+  class NDArray {
+    constructor(h) {
+      this._h = h;
+      this._shape = null;
+      registry.register(this, h, this);
+      if (scopes.length) scopes[scopes.length - 1].add(this);
+    }
+    _handle(op) {
+      if (this._h < 0) throw new Error(`${op}: the array was deleted`);
+      return this._h;
+    }
+    get isDeleted() { return this._h < 0; }
+    get shape() {
+      if (this._shape === null) {
+        const s = M.shape(this._handle('shape'));
+        if (s === null) throw new Error(M.takeError());
+        this._shape = Object.freeze(s);
+      }
+      return this._shape.slice();
+    }
+    get ndim() { return this.shape.length; }
+    get size() { return this.shape.reduce((a, b) => a * b, 1); }
+
+    // Frees the array now (its storage goes once every queued op that uses it has finished).
+    // Idempotent. Never blocks.
+    delete() {
+      if (this._h < 0) return;
+      registry.unregister(this);
+      M.release(this._h);
+      this._h = -1;
+      for (const s of scopes) s.delete(this);
+    }
+
+    add(o) { return binary('add', this, o); }
+    sub(o) { return binary('sub', this, o); }
+    mul(o) { return binary('mul', this, o); }
+    div(o) { return binary('div', this, o); }
+    pow(o) { return binary('pow', this, o); }
+    neg() { return unary('neg', this); }
+    exp() { return unary('exp', this); }
+    log() { return unary('log', this); }
+    sqrt() { return unary('sqrt', this); }
+    relu() { return unary('relu', this); }
+    sigmoid() { return unary('sigmoid', this); }
+    tanh() { return unary('tanh', this); }
+    dot(o) { return dot(this, o); }
+    transpose() { return wrap(M.transpose(this._handle('transpose'))); }
+    get T() { return this.transpose(); }
+    reshape(...shape) {
+      if (shape.length === 1 && Array.isArray(shape[0])) shape = shape[0];
+      return wrap(M.reshape(this._handle('reshape'), shape));
+    }
+    sum(axis, keepdims = false) { return reduce('sum', this, axis, keepdims); }
+    mean(axis, keepdims = false) { return reduce('mean', this, axis, keepdims); }
+    max(axis, keepdims = false) { return reduce('max', this, axis, keepdims); }
+    norm() { return reduce('norm', this, undefined, false); }
+
+    // What console.log shows in Node: never blocks (the values need toString() or data()).
+    [Symbol.for('nodejs.util.inspect.custom')]() {
+      return this._h < 0 ? 'NDArray (deleted)' : `NDArray [${this.shape.join(',')}] cpu(0)`;
+    }
+
+    // Blocking: waits until every queued write of this array has finished; throws the Error of
+    // the op that computed it (once).
+    waitToRead() {
+      blocking('waitToRead');
+      check(M.waitToRead(this._handle('waitToRead')));
+    }
+    // Never blocks: resolves with a copy of the values (row-major Float32Array) once they are
+    // computed, or rejects with the Error of the op that failed.
+    data() {
+      let h;
+      try {
+        h = check(M.retain(this._handle('data')));  // keeps the array alive until the read
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      return new Promise((resolve, reject) => {
+        const token = nextToken++;
+        reads.set(token, { h, resolve, reject });
+        holdProcess();
+        if (M.requestRead(h, token) < 0) {
+          reads.delete(token);
+          M.release(h);
+          releaseProcess();
+          reject(new Error(M.takeError()));
+        }
+      });
+    }
+    // Blocking: a copy of the values, row-major.
+    dataSync() {
+      blocking('dataSync');
+      return copyOut(this._handle('dataSync'));
+    }
+    // Blocking: the values as nested arrays (a number for a 0-d array).
+    toArray() {
+      blocking('toArray');
+      return nest(copyOut(this._handle('toArray')), this.shape);
+    }
+    // Blocking: the value of a one-element array.
+    item() {
+      blocking('item');
+      const v = M.item(this._handle('item'));
+      if (Number.isNaN(v) && M.hasError()) throw new Error(M.takeError());
+      return v;
+    }
+    // Blocking: NumPy-style text, as the C++ operator<< prints it.
+    toString() {
+      blocking('toString');
+      const s = M.toString(this._handle('toString'));
+      if (s === '' && M.hasError()) throw new Error(M.takeError());
+      return s;
+    }
+  }
+
+  function wrap(h) { return new NDArray(check(h)); }
+
+  function asArray(x, op) {
+    if (!(x instanceof NDArray)) throw new TypeError(`${op}: expected an NDArray, got ${typeof x}`);
+    return x._handle(op);
+  }
+  function binary(op, a, b) {
+    if (typeof a === 'number') {
+      if (typeof b === 'number') throw new TypeError(`${op}: at least one argument must be an NDArray`);
+      return wrap(M.scalar(BINARY[op] + SCALAR_LEFT, asArray(b, op), a));
+    }
+    if (typeof b === 'number') return wrap(M.scalar(BINARY[op], asArray(a, op), b));
+    return wrap(M.binary(BINARY[op], asArray(a, op), asArray(b, op)));
+  }
+  function unary(op, a) { return wrap(M.unary(UNARY[op], asArray(a, op))); }
+  function dot(a, b) { return wrap(M.dot(asArray(a, 'dot'), asArray(b, 'dot'))); }
+  function reduce(op, a, axis, keepdims) {
+    const h = asArray(a, op);
+    if (axis === undefined || axis === null) return wrap(M.reduceAll(REDUCE[op], h));
+    if (!Number.isInteger(axis)) throw new TypeError(`${op}: axis must be an integer, got ${axis}`);
+    return wrap(M.reduce(REDUCE[op], h, axis, !!keepdims));
+  }
+
+  function copyOut(h) {
+    const ptr = M.readPtr(h);  // waits
+    if (ptr < 0) throw new Error(M.takeError());
+    const n = M.size(h);
+    // A fresh view each time: the memory may have grown (and its buffer changed) since the last.
+    return new Float32Array(M.wasmMemory.buffer, ptr, n).slice();
+  }
+  function nest(flat, shape) {
+    if (shape.length === 0) return flat[0];
+    const build = (off, d) => {
+      const out = new Array(shape[d]);
+      const stride = shape.slice(d + 1).reduce((a, b) => a * b, 1);
+      for (let i = 0; i < shape[d]; ++i) {
+        out[i] = d === shape.length - 1 ? flat[off + i] : build(off + i * stride, d + 1);
+      }
+      return out;
+    };
+    return build(0, 0);
+  }
+
+  // Non-blocking reads: the module calls _asyncndReadDone(token) on this thread once a read's
+  // data op has finished; the promise settles in a microtask, outside the module's call stack.
+  const reads = new Map();
+  let nextToken = 1;
+  const done = [];
+  let keepAlive = null;
+  function holdProcess() {
+    // Engine workers do not keep Node alive (they are unref'ed below); a pending read does.
+    if (isNode && keepAlive === null) keepAlive = setInterval(() => {}, 1 << 30);
+  }
+  function releaseProcess() {
+    if (keepAlive !== null && reads.size === 0) {
+      clearInterval(keepAlive);
+      keepAlive = null;
+    }
+  }
+  M._asyncndReadDone = (token) => {
+    done.push(token);
+    if (done.length === 1) queueMicrotask(settleReads);
+  };
+  function settleReads() {
+    const tokens = done.splice(0, done.length);
+    for (const t of tokens) {
+      const r = reads.get(t);
+      if (!r) continue;
+      reads.delete(t);
+      try {
+        r.resolve(copyOut(r.h));  // the values are ready: this wait does not block
+      } catch (e) {
+        r.reject(e);
+      } finally {
+        M.release(r.h);
+      }
+    }
+    releaseProcess();
+  }
+
+  function shapeArg(shape, op) {
+    if (typeof shape === 'number') return [shape];
+    if (!Array.isArray(shape)) throw new TypeError(`${op}: shape must be an array of integers`);
+    return shape;
+  }
+  function flatten(data, op) {
+    // Nested JS arrays: infer the shape from the first element at each depth, check the rest.
+    const shape = [];
+    for (let x = data; Array.isArray(x); x = x[0]) shape.push(x.length);
+    const out = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    let k = 0;
+    const walk = (x, d) => {
+      if (d === shape.length) {
+        if (typeof x !== 'number') throw new TypeError(`${op}: expected numbers, found ${typeof x}`);
+        out[k++] = x;
+        return;
+      }
+      if (!Array.isArray(x) || x.length !== shape[d]) {
+        throw new Error(`${op}: ragged nested array: expected length ${shape[d]} at depth ${d}`);
+      }
+      for (const y of x) walk(y, d + 1);
+    };
+    walk(data, 0);
+    return { values: out, shape };
+  }
+
+  const nd = {
+    NDArray,
+    threads,
+    backend: M.backendName(),
+
+    zeros: (shape) => wrap(M.zeros(shapeArg(shape, 'zeros'))),
+    ones: (shape) => wrap(M.ones(shapeArg(shape, 'ones'))),
+    full: (shape, value) => wrap(M.full(shapeArg(shape, 'full'), value)),
+    arange(start, stop, step = 1) {
+      if (stop === undefined) [start, stop] = [0, start];
+      return wrap(M.arange(start, stop, step));
+    },
+    // From host data: a Float32Array or array of numbers with a shape (default: 1-D), or nested
+    // arrays (shape inferred). The values are copied.
+    fromArray(data, shape) {
+      let values;
+      if (ArrayBuffer.isView(data)) {
+        values = data instanceof Float32Array ? data : Float32Array.from(data);
+      } else if (Array.isArray(data)) {
+        // Nested arrays give their own shape; a shape given with them reshapes the values (the
+        // sizes must match).
+        const flat = flatten(data, 'fromArray');
+        values = flat.values;
+        if (shape === undefined) shape = flat.shape;
+      } else {
+        throw new TypeError('fromArray: expected a typed array or an array of numbers');
+      }
+      if (shape === undefined) shape = [values.length];
+      return wrap(M.fromArray(values, shapeArg(shape, 'fromArray')));
+    },
+    random: {
+      normal: (shape, mean = 0, std = 1) => wrap(M.randomNormal(shapeArg(shape, 'random.normal'), mean, std)),
+      uniform: (shape, lo = 0, hi = 1) => wrap(M.randomUniform(shapeArg(shape, 'random.uniform'), lo, hi)),
+    },
+    seed: (s) => { check(M.seed(s)); },
+
+    add: (a, b) => binary('add', a, b),
+    sub: (a, b) => binary('sub', a, b),
+    mul: (a, b) => binary('mul', a, b),
+    div: (a, b) => binary('div', a, b),
+    pow: (a, b) => binary('pow', a, b),
+    neg: (a) => unary('neg', a),
+    exp: (a) => unary('exp', a),
+    log: (a) => unary('log', a),
+    sqrt: (a) => unary('sqrt', a),
+    relu: (a) => unary('relu', a),
+    sigmoid: (a) => unary('sigmoid', a),
+    tanh: (a) => unary('tanh', a),
+    dot,
+    transpose: (a) => a.transpose(),
+    reshape: (a, shape) => a.reshape(shape),
+    sum: (a, axis, keepdims) => reduce('sum', a, axis, keepdims),
+    mean: (a, axis, keepdims) => reduce('mean', a, axis, keepdims),
+    max: (a, axis, keepdims) => reduce('max', a, axis, keepdims),
+    norm: (a) => reduce('norm', a),
+
+    // Blocking: waits for everything queued so far; throws the first failure not yet reported.
+    waitAll() {
+      blocking('waitAll');
+      check(M.waitAll());
+    },
+
+    // Runs fn; deletes every array made inside it except those it returns (an NDArray, or
+    // NDArrays inside a returned array or plain object) and those passed to nd.keep.
+    tidy(fn) {
+      if (typeof fn !== 'function') throw new TypeError('tidy: expected a function');
+      scopes.push(new Set());
+      let result, ok = false;
+      try {
+        result = fn();
+        ok = true;
+      } finally {
+        const scope = scopes.pop();
+        const keep = new Set();
+        if (ok && result && typeof result.then === 'function') ok = false;  // a Promise: refuse
+        if (ok) collect(result, keep);
+        for (const a of scope) {
+          if (keep.has(a)) {
+            if (scopes.length) scopes[scopes.length - 1].add(a);
+          } else {
+            a.delete();
+          }
+        }
+      }
+      if (result && typeof result.then === 'function') {
+        throw new Error('tidy: fn returned a Promise; tidy scopes are synchronous (await outside tidy)');
+      }
+      return result;
+    },
+    // Takes x out of every open tidy scope; it then lives until x.delete() (or collection).
+    keep(x) {
+      for (const s of scopes) s.delete(x);
+      return x;
+    },
+
+    engine: {
+      // pushed, finished, pending, inflightBytes, liveVars, bytesInUse, bytesPeak, liveArrays,
+      // workers, devices[].
+      stats() {
+        const s = M.stats();
+        if (s === null) throw new Error(M.takeError());
+        return s;
+      },
+      // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
+      // workers catch up.
+      setMaxInflight({ ops = 0, bytes = 0 } = {}) { check(M.setMaxInflight(ops, bytes)); },
+    },
+    profiler: {
+      start() { check(M.profilerStart()); },
+      // Stops recording; returns the Chrome trace JSON (open it in Perfetto or chrome://tracing).
+      stop() {
+        const s = M.profilerStop();
+        if (s === '' && M.hasError()) throw new Error(M.takeError());
+        return s;
+      },
+      // The recorded ops as objects (name, device, worker, pushUs, startUs, endUs, reads, writes,
+      // failed, skipped), until the next start().
+      events() {
+        const e = M.profilerEvents();
+        if (e === null) throw new Error(M.takeError());
+        return e;
+      },
+    },
+
+    // Hooks for the package's tests and benchmarks; not a stable API.
+    _testing: {
+      // An array that a queued op fails to compute, with `message`, when it runs.
+      failingOp: (x, message) => wrap(M.failingOp(asArray(x, 'failingOp'), String(message))),
+      // An array whose op stays pending until open(value) fills it: { array, open(value) }.
+      gate(shape) {
+        const array = wrap(M.gateOp(shapeArg(shape, 'gate')));
+        const id = array._h;
+        return { array, open: (value) => { check(M.openGate(id, value)); } };
+      },
+      benchVars: (n) => check(M.benchVars(n)),
+      pushEmpty: (r, w) => check(M.pushEmpty(r, w)),
+      benchVarsFree: () => check(M.benchVarsFree()),
+      pushEmptyUnchecked: M.pushEmpty,
+      coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), n)),
+    },
+  };
+  function collect(x, keep) {
+    if (x instanceof NDArray) keep.add(x);
+    else if (Array.isArray(x)) x.forEach((y) => collect(y, keep));
+    else if (x && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) {
+      Object.values(x).forEach((y) => collect(y, keep));
+    }
+  }
+  return nd;
+}
+
+const instances = new Map();
+
+// In a browser page, where this file was loaded from (document.currentScript exists only while a
+// classic script first runs): dist/ is next to it.
+const scriptUrl = typeof document !== 'undefined' && document.currentScript && document.currentScript.src
+  ? document.currentScript.src : null;
+
+// The Emscripten factory: required in Node (and by bundlers); in a browser without a module
+// system, the global that the classic script dist/asyncnd.js defines (load it first: a <script>
+// tag, or importScripts in a Worker).
+function moduleFactory() {
+  if (isNode) return require('./dist/asyncnd.js');
+  if (typeof createAsyncndModule === 'function') return createAsyncndModule;  // eslint-disable-line no-undef
+  if (typeof require === 'function') return require('./dist/asyncnd.js');
+  throw new Error('load: dist/asyncnd.js is not loaded: add it with a <script> tag or importScripts() before this file');
+}
+
+async function instantiate(threads, moduleUrl) {
+  const path = isNode ? require('path') : null;
+  const factory = moduleFactory();
+  const options = { asyncndPoolSize: threads };
+  if (!isNode) {
+    // Browsers: the .wasm and the pthread workers' script are found from the URL of
+    // dist/asyncnd.js (the engine's Web Workers load that script too).
+    const url = moduleUrl || (scriptUrl && new URL('dist/asyncnd.js', scriptUrl).href);
+    if (!url) {
+      throw new Error('load: in a Web Worker, pass moduleUrl (the URL of dist/asyncnd.js), e.g. ' +
+                      "asyncnd.load({ threads, moduleUrl: new URL('asyncnd/dist/asyncnd.js', self.location).href })");
+    }
+    options.mainScriptUrlOrBlob = url;
+    options.locateFile = (file) => new URL(file, url).href;
+  }
+  if (isNode) {
+    // Node 20's fetch cannot read a file path: hand the loader the bytes.
+    options.wasmBinary = require('fs').readFileSync(path.join(__dirname, 'dist', 'asyncnd.wasm'));
+  }
+  const M = await factory(options);
+  if (M.init(threads) < 0) throw new Error(M.takeError());
+  if (isNode) {
+    // The engine's workers live as long as the module; they must not keep the process alive.
+    for (const w of M.PThread.unusedWorkers.concat(M.PThread.runningWorkers)) {
+      if (typeof w.unref === 'function') w.unref();
+    }
+  }
+  return makeApi(M, threads);
+}
+
+// Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
+// 1). Resolves with the API object (`nd`). In a browser, `moduleUrl` is the URL of
+// dist/asyncnd.js (default on a page: next to this script; required in a Web Worker). Loading
+// again with the same thread count gives the same instance; another count gives a separate
+// module with its own engine and arrays.
+function load(options = {}) {
+  const threads = options.threads === undefined ? defaultThreads() : options.threads;
+  if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
+    return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
+  }
+  if (!instances.has(threads)) {
+    const p = instantiate(threads, options.moduleUrl);
+    instances.set(threads, p);
+    p.catch(() => instances.delete(threads));
+  }
+  return instances.get(threads);
+}
+
+const api = { load };
+api.default = api;
+// CommonJS (Node, bundlers), or a global `asyncnd` for a classic <script> or importScripts().
+if (typeof module === 'object' && module && module.exports) module.exports = api;
+else globalThis.asyncnd = api;

@@ -1,0 +1,84 @@
+// Memory: delete() and tidy give the bytes back (engine stats), and a FinalizationRegistry frees
+// arrays that nobody deleted once the garbage collector has collected their wrappers.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const v8 = require('node:v8');
+const vm = require('node:vm');
+const h = require('./helpers');
+
+const loading = h.setup();
+
+test('delete() gives the bytes back once the queued ops that use the array finish', async () => {
+  const nd = await loading;
+  nd.waitAll();
+  const base = nd.engine.stats().bytesInUse;
+  const x = nd.ones([1000, 250]);  // 1 MB
+  const y = x.mul(2);
+  nd.waitAll();
+  assert.equal(nd.engine.stats().bytesInUse - base, 2e6);
+  x.delete();                      // y's op is done; x goes now
+  nd.waitAll();
+  assert.equal(nd.engine.stats().bytesInUse - base, 1e6);
+  assert.equal(nd.tidy(() => y.sum().item()), 2 * 250000);
+  y.delete();
+});
+
+test('tidy deletes what it made except what it returns, nested; keep opts out', async () => {
+  const nd = await loading;
+  let kept;
+  const [a, b] = nd.tidy(() => {
+    const t = nd.ones([100]);
+    const inner = nd.tidy(() => {
+      const u = t.add(1);
+      kept = nd.keep(u.mul(3));
+      return { v: u.add(1), tmp: 1 };
+    }).v;
+    assert.ok(!t.isDeleted && !inner.isDeleted);
+    return [inner, t.add(5)];
+  });
+  assert.ok(!a.isDeleted && !b.isDeleted && !kept.isDeleted);
+  assert.equal(nd.engine.stats().liveArrays, 3);
+  assert.deepEqual(Array.from(await a.data()).slice(0, 2), [3, 3]);
+  assert.deepEqual(Array.from(await kept.data()).slice(0, 2), [6, 6]);
+  a.delete(); b.delete(); kept.delete();
+  // A throwing fn still frees its arrays; a Promise is refused.
+  assert.throws(() => nd.tidy(() => { nd.ones([3]); throw new Error('inside'); }), /inside/);
+  assert.throws(() => nd.tidy(async () => nd.ones([3])), /tidy: fn returned a Promise/);
+});
+
+test('arrays nobody deleted are freed after garbage collection (FinalizationRegistry)', async () => {
+  const nd = await loading;
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const before = nd.engine.stats();
+  (() => {
+    for (let i = 0; i < 50; ++i) nd.ones([1000]).add(i);  // 100 arrays, never deleted
+  })();
+  nd.waitAll();
+  assert.equal(nd.engine.stats().liveArrays - before.liveArrays, 100);
+  for (let i = 0; i < 50 && nd.engine.stats().liveArrays > before.liveArrays; ++i) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));  // finalizers run as tasks after a collection
+  }
+  nd.waitAll();
+  const after = nd.engine.stats();
+  assert.equal(after.liveArrays, before.liveArrays, 'the registry released every collected array');
+  assert.equal(after.bytesInUse, before.bytesInUse);
+});
+
+test('a loop of 2000 steps with delete keeps memory flat', async () => {
+  const nd = await loading;
+  let y = nd.zeros([256, 256]);
+  nd.waitAll();
+  const start = nd.engine.stats().bytesInUse;
+  for (let i = 0; i < 2000; ++i) {
+    const next = y.add(1);
+    y.delete();
+    y = next;
+  }
+  nd.waitAll();
+  assert.equal(nd.engine.stats().bytesInUse, start);
+  assert.equal(nd.tidy(() => y.mean().item()), 2000);
+  y.delete();
+});
