@@ -260,11 +260,13 @@ function showTimeline(key, canvas, note, m) {
 
 function showGraph(key, container, events, names) {
   if (state.graphs[key]) state.graphs[key].destroy();
-  const g = buildGraph(events, names, 80);
+  const g = buildGraph(events, names, 80, colorOf);
   const cy = cytoscape({
     container,
     elements: g.elements,
     userZoomingEnabled: true,
+    minZoom: 0.2,
+    maxZoom: 1.4,
     wheelSensitivity: 0.3,
     boxSelectionEnabled: false,
     style: [
@@ -321,9 +323,11 @@ function refreshAvailability(p) {
     p.ui.notice.hidden = false;
     p.ui.notice.innerHTML = why;
     p.ui.section.dataset.available = 'false';
+    p.ui.section.querySelector('.timeline-box').hidden = true;
   } else {
     p.ui.notice.hidden = true;
     p.ui.section.dataset.available = 'true';
+    p.ui.section.querySelector('.timeline-box').hidden = false;
   }
 }
 
@@ -351,7 +355,7 @@ function runPanel(p) {
   ui.section.dataset.state = 'running';
   ui.run.textContent = 'Running…';
   setProgress(ui, 0, 'starting');
-  ui.section.querySelector('.error')?.remove();
+  ui.section.querySelector('.run-error')?.remove();
   send({ type: 'run', exp: p.key, params }, {
     progress: (m) => setProgress(ui, m.fraction, m.text),
     log: () => {},
@@ -383,7 +387,7 @@ function runPanel(p) {
       ui.run.textContent = 'Run';
       ui.section.dataset.state = 'failed';
       setProgress(ui, 0, 'failed');
-      ui.figures.before(el('div', { class: 'error' }, m.message));
+      ui.figures.before(el('div', { class: 'run-error' }, m.message));
     },
   });
 }

@@ -18,9 +18,15 @@ export function e2Names(events) {
   return (id) => names.get(id) ?? `v${id}`;
 }
 
-export function buildGraph(events, names, maxOps = 80) {
+// names(id) labels a variable (default: a1, a2, ... in order of first use); colorOf(opName) colours
+// an op as the timeline does.
+export function buildGraph(events, names, maxOps = 80, colorOf = () => '#4f46e5') {
   const sorted = [...events].sort((a, b) => a.push - b.push).slice(0, maxOps);
-  const nameOf = typeof names === 'function' ? names : (id) => `v${id}`;
+  const seen = new Map();
+  const nameOf = typeof names === 'function' ? names : (id) => {
+    if (!seen.has(id)) seen.set(id, `a${seen.size + 1}`);
+    return seen.get(id);
+  };
   const elements = [];
   const vars = new Set();
   const addVar = (id) => {
@@ -28,11 +34,8 @@ export function buildGraph(events, names, maxOps = 80) {
     vars.add(id);
     elements.push({ group: 'nodes', classes: 'var', data: { id: `v${id}`, label: nameOf(id), kind: 'var' } });
   };
-  const palette = ['#4f46e5', '#0ea5e9', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#ec4899', '#14b8a6'];
-  const colors = new Map();
   sorted.forEach((e, i) => {
-    if (!colors.has(e.name)) colors.set(e.name, palette[colors.size % palette.length]);
-    elements.push({ group: 'nodes', classes: 'op', data: { id: `op${i}`, label: e.name, kind: 'op', color: colors.get(e.name), worker: e.worker } });
+    elements.push({ group: 'nodes', classes: 'op', data: { id: `op${i}`, label: e.name, kind: 'op', color: colorOf(e.name), worker: e.worker } });
     for (const v of e.reads) {
       addVar(v);
       elements.push({ group: 'edges', classes: 'read', data: { id: `r${i}_${v}`, source: `v${v}`, target: `op${i}` } });

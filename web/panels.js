@@ -131,6 +131,7 @@ export const PANELS = [
         { key: 'syncS', label: 'synchronous (waitToRead each time)', value: r.syncS, unit: 's', note: `${fmt1(r.syncS / r.N * 1e6)} µs per step` },
         { key: 'asyncS', label: 'asynchronous (waitAll once)', value: r.asyncS, unit: 's', note: `${fmt1(r.asyncS / r.N * 1e6)} µs per step` },
         { key: 'speedup', label: 'speed-up', value: r.speedup, unit: 'x' },
+        { key: 'pushS', label: 'pushing alone, in the asynchronous loop', value: r.pushS, unit: 's', note: `${fmt1(r.pushS / r.N * 1e6)} µs per push and delete` },
         { key: 't1', label: 't1: push (frontend)', value: r.t1, unit: 'us', note: 'timed around each push' },
         { key: 't2', label: 't2: compute (worker)', value: r.t2, unit: 'us', note: `mean of ${r.t2Samples} profiled ops (the clock ticks every ${r.clockUs.toFixed(1)} µs)` },
         { key: 't3', label: 't3: return to JavaScript', value: r.t3, unit: 'us', note: 'synchronous step − t1 − t2' },
