@@ -55,7 +55,7 @@ function hardwareThreads() { return navigator.hardwareConcurrency || 2; }
 function boundFromControls() {
   const ops = Math.max(0, Math.floor(Number($('#bound-ops').value) || 0));
   const mb = Math.max(0, Number($('#bound-mb').value) || 0);
-  return { ops, bytes: Math.round(mb * 1048576) };
+  return { ops, bytes: Math.round(mb * 1e6) };
 }
 
 function setStatus(kind, text) {
@@ -69,14 +69,15 @@ function startWorker(threads) {
   state.handlers.clear();
   state.ready = false;
   state.busy = null;
-  updateButtons();
   setStatus('loading', `loading the module with ${threads} engine thread${threads > 1 ? 's' : ''}…`);
+  updateButtons();
   const w = new Worker('worker.js');
   state.worker = w;
   w.onmessage = (ev) => onWorkerMessage(ev.data);
   w.onerror = (ev) => {
     ev.preventDefault();
     setStatus('error', `the worker failed to start: ${ev.message || 'unknown error'}`);
+    updateButtons();
   };
   w.postMessage({ type: 'init', threads, bound: boundFromControls() });
 }
@@ -93,6 +94,7 @@ function onWorkerMessage(m) {
   }
   if (m.type === 'fatal') {
     setStatus('error', m.message);
+    updateButtons();
     return;
   }
   if (m.type === 'bound') return;
@@ -128,7 +130,9 @@ function updateButtons() {
     b.disabled = !canRun || b.dataset.unavailable === 'true';
   });
   $('#stop').disabled = state.busy === null;
-  $('#reload').disabled = state.busy !== null;
+  // Not while loading: a Worker ended while its engine threads still load their script makes
+  // the browser log network errors for nothing.
+  $('#reload').disabled = state.busy !== null || $('#status').dataset.state === 'loading';
 }
 
 // ---- formatting ---------------------------------------------------------------------------
@@ -138,7 +142,7 @@ function fmt(value, unit) {
     case 's': return value >= 1 ? `${value.toFixed(3)} s` : `${(value * 1e3).toFixed(value < 0.01 ? 3 : 1)} ms`;
     case 'us': return `${(value * 1e6).toFixed(2)} µs`;
     case 'x': return `${value.toFixed(1)}×`;
-    case 'MB': return `${(value / 1048576).toFixed(1)} MB`;
+    case 'MB': return `${(value / 1e6).toFixed(1)} MB`;  // 10^6 bytes, as the native demo
     default: return Number.isInteger(value) ? String(value) : value.toPrecision(6);
   }
 }
@@ -249,6 +253,7 @@ function showTimeline(key, canvas, note, m) {
     note.textContent = 'No engine op was recorded in this run.';
     return;
   }
+  canvas.parentElement.hidden = false;  // shown from the first run on, before Chart.js sizes it
   const chart = timelineChart(canvas, events, state.threads);
   state.timelines[key] = chart;
   canvas.ondblclick = () => chart.resetZoom();
@@ -260,6 +265,7 @@ function showTimeline(key, canvas, note, m) {
 
 function showGraph(key, container, events, names) {
   if (state.graphs[key]) state.graphs[key].destroy();
+  container.hidden = false;
   const g = buildGraph(events, names, 80, colorOf);
   const cy = cytoscape({
     container,
@@ -282,6 +288,11 @@ function showGraph(key, container, events, names) {
   state.graphs[key] = cy;
   container.dataset.nodes = String(cy.nodes().length);
   container.dataset.edges = String(cy.edges().length);
+  const note = container.parentElement.querySelector('.graph-note');
+  if (note) {
+    note.textContent = g.truncated ? `The first ${g.ops} of ${events.length} ops are drawn.` :
+      `${g.ops} op${g.ops > 1 ? 's' : ''}, ${g.vars} array${g.vars > 1 ? 's' : ''}. Arrows: read by, written by.`;
+  }
   return g;
 }
 
@@ -303,7 +314,7 @@ function buildPanel(p) {
   const tlNote = el('div', { class: 'timeline-note' }, 'Run the experiment to see what each engine thread ran.');
   const timeline = el('div', { class: 'timeline-box' },
     el('h3', {}, 'Timeline ', el('button', { class: 'link reset-zoom', 'data-for': p.key }, 'reset zoom')),
-    el('div', { class: 'timeline-wrap' }, tlCanvas), tlNote);
+    el('div', { class: 'timeline-wrap', hidden: '' }, tlCanvas), tlNote);
   const section = el('section', { class: `panel${p.wide ? ' wide' : ''}`, id: `panel-${p.key}`, 'data-key': p.key },
     el('div', { class: 'panel-head' },
       el('h2', {}, el('span', { class: 'tag' }, p.key), ` ${p.title}`),
@@ -377,7 +388,8 @@ function runPanel(p) {
       ui.extra.replaceChildren();
       if (view.graph) {
         const box = el('div', { class: 'graph', id: `graph-${p.key}` });
-        ui.extra.append(el('div', { class: 'graph-box' }, el('h3', {}, 'Dependency graph (from the profiler)'), box));
+        ui.extra.append(el('div', { class: 'graph-box' }, el('h3', {}, 'Dependency graph (from the profiler)'), box,
+                           el('div', { class: 'graph-note' })));
         showGraph(p.key, box, m.events, view.graph.names);
       }
       if (view.text) ui.extra.append(el('p', { class: 'result-text', html: view.text }));
@@ -448,6 +460,8 @@ function afterCode(m) {
   else {
     if (state.graphs.code) state.graphs.code.destroy();
     delete state.graphs.code;
+    $('#code-graph').hidden = true;
+    $('#code-graph-note').textContent = 'No op was recorded.';
     $('#code-graph').dataset.nodes = '0';
     $('#code-graph').dataset.edges = '0';
   }
@@ -498,6 +512,7 @@ function init() {
       'another server must send the same two headers.';
     setStatus('error', 'threads unavailable: the page is not cross-origin isolated');
     document.querySelectorAll('button.run').forEach((x) => { x.dataset.unavailable = 'true'; x.disabled = true; });
+    $('#reload').disabled = true;
     return;
   }
   startWorker(initial);

@@ -12,7 +12,7 @@ function lineChart(canvas, series) {
     data: {
       datasets: series.map((s) => ({
         label: s.label,
-        data: s.samples.map((p) => ({ x: p.t * 1e3, y: p.bytes / 1048576 })),
+        data: s.samples.map((p) => ({ x: p.t * 1e3, y: p.bytes / 1e6 })),
         borderColor: colors[s.key],
         backgroundColor: colors[s.key],
         pointRadius: 0,
@@ -155,7 +155,7 @@ export const PANELS = [
       'queued batch holds its memory), and with none but the engine’s backpressure bound, which makes a push wait instead. ' +
       'The chart samples the engine’s bytes in use over time.',
     params: [{ key: 'batches', label: 'batches', value: 20, min: 2, max: 100 },
-             { key: 'boundMB', label: 'bound MB', value: 64, min: 8, max: 1024, step: 8 }],
+             { key: 'boundMB', label: 'bound MB', value: 25.2, min: 1, max: 1024, step: 0.1 }],
     unavailable: (s) => (s.hasNN ? null :
       '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
       'JavaScript API, which this build of the WebAssembly package does not have (they are being added). ' +
@@ -165,13 +165,14 @@ export const PANELS = [
       const figs = [];
       for (const s of r.series) {
         figs.push({ key: `${s.key}.peakBytes`, label: `${s.label}: peak increase`, value: s.peakBytes, unit: 'MB' });
+        figs.push({ key: `${s.key}.pushedS`, label: `${s.label}: the loop returned after`, value: s.pushedS, unit: 's' });
         figs.push({ key: `${s.key}.perBatchS`, label: `${s.label}: time per batch`, value: s.perBatchS, unit: 's' });
       }
       return {
         figures: figs,
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
         text: by.none && by.sync
-          ? `Without a read the queue held up to ${(by.none.peakBytes / 1048576).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1048576).toFixed(0)} MB.`
+          ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
           : '',
       };
     },
@@ -200,7 +201,7 @@ export const PANELS = [
       ] },
       text: `GPU: ${escapeHtml(r.gpu)}. ${r.overlapS < 0.8 * r.serialS
         ? 'Both at once took clearly less than the sum: the CPU engine is asynchronous too.'
-        : 'Both at once took about the sum here: with as many engine threads as cores, the workers and this thread compete for the same cores.'}`,
+        : 'Both at once took about the sum here: the engine’s threads and this one compete for the same cores. Try one worker thread (top right) on a two-core machine.'}`,
     }),
   },
 ];

@@ -91,9 +91,12 @@ try {
   await check('page loads cross-origin isolated, the worker starts the module', async () => {
     await page.goto(base);
     assert.equal(await page.evaluate(() => window.crossOriginIsolated), true);
-    await page.selectOption('#threads', String(THREADS));
-    await page.click('#reload');
     await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
+    if (await page.evaluate(() => window.playground.threads) !== THREADS) {
+      await page.selectOption('#threads', String(THREADS));
+      await page.click('#reload');
+      await page.waitForFunction((n) => window.playground.ready && window.playground.threads === n, THREADS, { timeout: 60000 });
+    }
     const status = await page.textContent('#status-text');
     assert.match(status, new RegExp(`${THREADS} engine threads`));
     assert.equal(await page.$eval('#isolation', (e) => e.hidden), true);
@@ -214,10 +217,45 @@ try {
     await page.dispatchEvent('#bound-ops', 'change');
   });
 
+  await check('Stop run ends a runaway code cell by restarting the worker', async () => {
+    await page.evaluate(() => window.playground.editor.setValue('while (true) {}'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => !document.querySelector('#stop').disabled);
+    await page.click('#stop');
+    await page.waitForFunction(() => document.querySelector('#panel-code').dataset.state === 'failed');
+    assert.match(await page.textContent('#code-output'), /the worker was restarted/);
+    await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
+    await page.evaluate(() => window.playground.editor.setValue('return nd.ones([3]).sum().item();'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /⇒ 3/);
+  });
+
   await check('the whole page (screenshot) and no console errors, nothing fetched from outside', async () => {
     await page.screenshot({ path: path.join(SHOTS, 'page.png'), fullPage: true });
     assert.deepEqual(consoleErrors, []);
     assert.deepEqual(outside, []);
+  });
+  await check('without cross-origin isolation the page says threads are unavailable and what to do', async () => {
+    // The same page with the two headers stripped (as a server without them would send it).
+    const p2 = await context.newPage();
+    p2.on('pageerror', (e) => consoleErrors.push(`page error (not isolated): ${e.message}`));
+    await p2.route(base, async (route) => {
+      const res = await route.fetch();
+      const headers = { ...res.headers() };
+      delete headers['cross-origin-opener-policy'];
+      delete headers['cross-origin-embedder-policy'];
+      await route.fulfill({ response: res, headers });
+    });
+    await p2.goto(base);
+    assert.equal(await p2.evaluate(() => window.crossOriginIsolated), false);
+    const banner = await p2.$('#isolation');
+    assert.equal(await banner.isVisible(), true);
+    assert.match(await banner.textContent(), /not cross-origin isolated.*make playground/s);
+    assert.equal(await p2.$eval('#panel-E1 button.run', (b) => b.disabled), true);
+    await p2.screenshot({ path: path.join(SHOTS, 'not-isolated.png') });
+    await p2.close();
+    assert.deepEqual(consoleErrors, []);
   });
 } finally {
   await context.close();
