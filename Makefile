@@ -61,8 +61,11 @@ wasm: setup
 	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm
 	$(EMENV) cmake --build build-wasm -j$(JOBS)
 
+# The suites with 2 engine workers, then the API ones again with 1 (ASYNCND_TEST_THREADS).
 test-wasm: wasm
 	cd wasm && node --test test/*.test.js
+	cd wasm && ASYNCND_TEST_THREADS=1 node --test test/api.test.js test/async.test.js \
+	  test/errors.test.js test/memory.test.js
 
 test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=thread -S . -B build-tsan

@@ -103,6 +103,11 @@ function makeApi(M, threads) {
     max(axis, keepdims = false) { return reduce('max', this, axis, keepdims); }
     norm() { return reduce('norm', this, undefined, false); }
 
+    // What console.log shows in Node: never blocks (the values need toString() or data()).
+    [Symbol.for('nodejs.util.inspect.custom')]() {
+      return this._h < 0 ? 'NDArray (deleted)' : `NDArray [${this.shape.join(',')}] cpu(0)`;
+    }
+
     // Blocking: waits until every queued write of this array has finished; throws the Error of
     // the op that computed it (once).
     waitToRead() {
@@ -280,10 +285,12 @@ function makeApi(M, threads) {
       let values;
       if (ArrayBuffer.isView(data)) {
         values = data instanceof Float32Array ? data : Float32Array.from(data);
-      } else if (Array.isArray(data) && shape === undefined) {
-        ({ values, shape } = flatten(data, 'fromArray'));
       } else if (Array.isArray(data)) {
-        values = Float32Array.from(data);
+        // Nested arrays give their own shape; a shape given with them reshapes the values (the
+        // sizes must match).
+        const flat = flatten(data, 'fromArray');
+        values = flat.values;
+        if (shape === undefined) shape = flat.shape;
       } else {
         throw new TypeError('fromArray: expected a typed array or an array of numbers');
       }

@@ -30,6 +30,9 @@ test('creation: zeros, ones, full, arange, fromArray', async () => {
     assert.deepEqual(nd.fromArray([[1, 2, 3], [4, 5, 6]]).toArray(), [[1, 2, 3], [4, 5, 6]]);
     assert.deepEqual(nd.fromArray(new Float32Array([1, 2, 3, 4]), [2, 2]).toArray(), [[1, 2], [3, 4]]);
     assert.deepEqual(nd.fromArray([1, 2, 3, 4, 5, 6], [3, 2]).toArray(), [[1, 2], [3, 4], [5, 6]]);
+    assert.deepEqual(nd.fromArray([[1, 2], [3, 4]], [4]).toArray(), [1, 2, 3, 4]);
+    assert.throws(() => nd.fromArray([[1, 2], [3]]), /fromArray: ragged nested array/);
+    assert.equal(require('node:util').inspect(nd.ones([2, 3])), 'NDArray [2,3] cpu(0)');
     assert.equal(nd.full([], 4).item(), 4);
     assert.deepEqual(nd.full([], 4).shape, []);
     assert.equal(nd.zeros([0, 3]).size, 0);
