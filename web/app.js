@@ -335,10 +335,12 @@ function refreshAvailability(p) {
     p.ui.notice.innerHTML = why;
     p.ui.section.dataset.available = 'false';
     p.ui.section.querySelector('.timeline-box').hidden = true;
+    p.ui.section.querySelector('.progress-row').hidden = true;
   } else {
     p.ui.notice.hidden = true;
     p.ui.section.dataset.available = 'true';
     p.ui.section.querySelector('.timeline-box').hidden = false;
+    p.ui.section.querySelector('.progress-row').hidden = false;
   }
 }
 

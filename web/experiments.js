@@ -260,9 +260,15 @@
       const loss = make(nd.nn.L2Loss);
       const params = typeof net.parameters === 'function' ? net.parameters() : net.parameters;
       const trainer = make(nd.nn.SGD, params, 0.005);
-      // One forward pass outside the timing so that the parameters exist and are initialised.
-      nd.tidy(() => apply(net, nd.random.normal([batch, 512])).waitToRead());
+      // One whole training step outside the measurement and outside any tidy scope (as the native
+      // demo does): deferred parameters and gradients are created here and must outlive it.
+      const warm = [nd.random.normal([batch, 512]), nd.ones([batch])];
+      warm.push(nd.autograd.record(() => apply(loss, apply(net, warm[0]), warm[1])));
+      warm.push(nd.ones(warm[2].shape));
+      warm[2].backward(warm[3]);
+      trainer.step(batch);
       nd.waitAll();
+      warm.forEach((a) => a.delete());
       const base = nd.engine.stats().bytesInUse;
       const samples = [];
       const t0 = now();

@@ -263,5 +263,6 @@ try {
   fs.rmSync(userDataDir, { recursive: true, force: true });
 }
 
-console.log(`\nplayground e2e: ${passed} passed, ${failed} failed (screenshots in ${path.relative(repo, SHOTS)}/)`);
+console.log(`\nplayground end-to-end tests (screenshots in ${path.relative(repo, SHOTS)}/)`);
+console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
