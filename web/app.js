@@ -350,13 +350,21 @@ function setProgress(ui, fraction, text) {
   ui.progressText.textContent = text || '';
 }
 
-function renderFigures(p, figs) {
+// A figure's cell: the formatted value, and the raw number for the tests (data-value).
+const figCell = (f) => el('td', { class: 'num', 'data-fig': f.key, 'data-value': String(f.value) }, fmt(f.value, f.unit));
+
+// view.figures: one row per figure (label, value, note); view.matrix: rows x columns of figures.
+function renderFigures(p, view) {
   const ui = p.ui;
   ui.figures.replaceChildren();
   const table = el('table', { class: 'figs' });
-  for (const f of figs) {
-    const td = el('td', { class: 'num', 'data-fig': f.key, 'data-value': String(f.value) }, fmt(f.value, f.unit));
-    table.append(el('tr', {}, el('th', {}, f.label), td, el('td', { class: 'note' }, f.note || '')));
+  if (view.matrix) {
+    table.classList.add('matrix');
+    table.append(el('tr', {}, el('th', {}), ...view.matrix.columns.map((c) => el('th', { class: 'col' }, c))));
+    for (const r of view.matrix.rows) table.append(el('tr', {}, el('th', {}, r.label), ...r.cells.map(figCell)));
+  }
+  for (const f of view.figures || []) {
+    table.append(el('tr', {}, el('th', {}, f.label), figCell(f), el('td', { class: 'note' }, f.note || '')));
   }
   ui.figures.append(table);
 }
@@ -378,7 +386,7 @@ function runPanel(p) {
       setProgress(ui, 1, `done in ${fmt(m.wallS, 's')}`);
       state.results[p.key] = m;
       const view = p.render(m.result, m);
-      renderFigures(p, view.figures);
+      renderFigures(p, view);
       if (state.charts[p.key]) state.charts[p.key].destroy();
       delete state.charts[p.key];
       ui.chartBox.hidden = !view.chart;

@@ -282,6 +282,7 @@
           const X = nd.random.normal([batch, 512]);
           const y = nd.ones([batch]);  // the chapter's labels: np.ones((batch_size,))
           const l = nd.autograd.record(() => apply(loss, apply(net, X), y));
+          sample();  // the forward pass queued: what a batch holds in flight
           if (mode.key === 'sync') l.mean().item();  // the synchronising read
           l.backward(nd.ones(l.shape));  // the loss has one value per example
           trainer.step(batch);

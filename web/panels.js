@@ -162,14 +162,16 @@ export const PANELS = [
       'The panel shows no figures rather than made-up ones; it runs as soon as the module provides them.'),
     render: (r) => {
       const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
-      const figs = [];
-      for (const s of r.series) {
-        figs.push({ key: `${s.key}.peakBytes`, label: `${s.label}: peak increase`, value: s.peakBytes, unit: 'MB' });
-        figs.push({ key: `${s.key}.pushedS`, label: `${s.label}: the loop returned after`, value: s.pushedS, unit: 's' });
-        figs.push({ key: `${s.key}.perBatchS`, label: `${s.label}: time per batch`, value: s.perBatchS, unit: 's' });
-      }
       return {
-        figures: figs,
+        matrix: {
+          columns: ['peak memory increase', 'the loop returned after', 'time per batch'],
+          rows: r.series.map((s) => ({
+            label: s.label,
+            cells: [{ key: `${s.key}.peakBytes`, value: s.peakBytes, unit: 'MB' },
+                    { key: `${s.key}.pushedS`, value: s.pushedS, unit: 's' },
+                    { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' }],
+          })),
+        },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
         text: by.none && by.sync
           ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
