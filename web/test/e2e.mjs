@@ -108,6 +108,21 @@ try {
     const f = await runPanel('E1');
     assert.ok(f.syncS > 0 && f.finishedS > 0 && f.returnedS >= 0);
     assert.ok(f.returnedS < f.finishedS, `the loop returned (${f.returnedS}) before waitAll (${f.finishedS})`);
+    // The timeline zooms: a wheel turn over it narrows the visible time range; reset restores it.
+    const range = () => page.evaluate(() => {
+      const x = window.playground.timelines.E1.scales.x;
+      return x.max - x.min;
+    });
+    const full = await range();
+    const box = await (await page.$('#panel-E1 .timeline-wrap canvas')).boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.wheel(0, -400);
+    await page.waitForFunction((r) => {
+      const x = window.playground.timelines.E1.scales.x;
+      return x.max - x.min < r * 0.95;
+    }, full, { timeout: 5000 });
+    await page.click('#panel-E1 .reset-zoom');
+    assert.ok(Math.abs(await range() - full) < full * 1e-6);
   });
 
   await check('E2: the graph of z = x * y + 2 from the profiler', async () => {
