@@ -45,7 +45,6 @@ const state = {
   timelines: {},     // panel key -> Chart (timeline)
   graphs: {},        // panel key -> cytoscape instance
   results: {},       // panel key -> last result message
-  errors: [],
 };
 window.playground = state;
 
