@@ -263,7 +263,7 @@ void bench_sgemm() {
 // WebAssembly build) on the same 1000x1000 product, inside an engine op as nd::dot runs it, with
 // the engine set to 1 and then 2 workers (the op's worker plus idle ones split the rows of C).
 void bench_portable_sgemm() {
-  heading("portable SGEMM 1000x1000x1000 (detail::portable_sgemm, SSE 4x8 kernel) in an engine op");
+  heading("portable SGEMM 1000x1000x1000 (detail::portable_sgemm, 4x8 kernel, 128-bit vectors) in an engine op");
   const int n = 1000, kReps = 9;
   const double flop = 2.0 * n * n * n;
   std::vector<float> ha = nd::random_normal({n, n}).to_vector();

@@ -420,10 +420,36 @@ function makeApi(M, threads) {
 
 const instances = new Map();
 
-async function instantiate(threads) {
+// In a browser page, where this file was loaded from (document.currentScript exists only while a
+// classic script first runs): dist/ is next to it.
+const scriptUrl = typeof document !== 'undefined' && document.currentScript && document.currentScript.src
+  ? document.currentScript.src : null;
+
+// The Emscripten factory: required in Node (and by bundlers); in a browser without a module
+// system, the global that the classic script dist/asyncnd.js defines (load it first: a <script>
+// tag, or importScripts in a Worker).
+function moduleFactory() {
+  if (isNode) return require('./dist/asyncnd.js');
+  if (typeof createAsyncndModule === 'function') return createAsyncndModule;  // eslint-disable-line no-undef
+  if (typeof require === 'function') return require('./dist/asyncnd.js');
+  throw new Error('load: dist/asyncnd.js is not loaded: add it with a <script> tag or importScripts() before this file');
+}
+
+async function instantiate(threads, moduleUrl) {
   const path = isNode ? require('path') : null;
-  const factory = require('./dist/asyncnd.js');
+  const factory = moduleFactory();
   const options = { asyncndPoolSize: threads };
+  if (!isNode) {
+    // Browsers: the .wasm and the pthread workers' script are found from the URL of
+    // dist/asyncnd.js (the engine's Web Workers load that script too).
+    const url = moduleUrl || (scriptUrl && new URL('dist/asyncnd.js', scriptUrl).href);
+    if (!url) {
+      throw new Error('load: in a Web Worker, pass moduleUrl (the URL of dist/asyncnd.js), e.g. ' +
+                      "asyncnd.load({ threads, moduleUrl: new URL('asyncnd/dist/asyncnd.js', self.location).href })");
+    }
+    options.mainScriptUrlOrBlob = url;
+    options.locateFile = (file) => new URL(file, url).href;
+  }
   if (isNode) {
     // Node 20's fetch cannot read a file path: hand the loader the bytes.
     options.wasmBinary = require('fs').readFileSync(path.join(__dirname, 'dist', 'asyncnd.wasm'));
@@ -440,20 +466,25 @@ async function instantiate(threads) {
 }
 
 // Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
-// 1). Resolves with the API object (`nd`). Loading again with the same thread count gives the
-// same instance; another count gives a separate module with its own engine and arrays.
+// 1). Resolves with the API object (`nd`). In a browser, `moduleUrl` is the URL of
+// dist/asyncnd.js (default on a page: next to this script; required in a Web Worker). Loading
+// again with the same thread count gives the same instance; another count gives a separate
+// module with its own engine and arrays.
 function load(options = {}) {
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
   }
   if (!instances.has(threads)) {
-    const p = instantiate(threads);
+    const p = instantiate(threads, options.moduleUrl);
     instances.set(threads, p);
     p.catch(() => instances.delete(threads));
   }
   return instances.get(threads);
 }
 
-module.exports = { load, default: undefined };
-module.exports.default = module.exports;
+const api = { load };
+api.default = api;
+// CommonJS (Node, bundlers), or a global `asyncnd` for a classic <script> or importScripts().
+if (typeof module === 'object' && module && module.exports) module.exports = api;
+else globalThis.asyncnd = api;

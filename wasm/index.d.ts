@@ -143,6 +143,9 @@ export interface Asyncnd {
 export interface LoadOptions {
   /** Engine worker threads (Web Workers); default hardware threads - 1, at least 1. */
   threads?: number;
+  /** Browsers only: the URL of dist/asyncnd.js (default on a page: next to index.cjs; required in
+   *  a Web Worker). */
+  moduleUrl?: string;
 }
 
 export function load(options?: LoadOptions): Promise<Asyncnd>;

@@ -41,6 +41,7 @@ namespace {
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). Such calls cannot oversubscribe the cores.
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
 
+#if ASYNCND_HAVE_OPENBLAS
 int blas_threads_from_env() {
   unsigned hw = std::thread::hardware_concurrency();
   int threads = hw > 0 ? static_cast<int>(hw) : 1;
@@ -50,7 +51,6 @@ int blas_threads_from_env() {
   return threads;
 }
 
-#if ASYNCND_HAVE_OPENBLAS
 // Exported by OpenBLAS's pthread and OpenMP builds (driver/others), but not part of its documented
 // API: declared weak, so that a BLAS without them still links and we skip the adjustment.
 extern "C" void openblas_read_env(void) __attribute__((weak));
