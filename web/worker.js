@@ -9,32 +9,12 @@
 //               {type:'failed', id, message, line} · {type:'fatal', message}
 'use strict';
 
-const WASM_URL = '/wasm/dist/';
 const MAX_EVENTS = 6000;  // events sent for one run's timeline (the earliest ones)
 
-importScripts(`${WASM_URL}asyncnd.js`, 'experiments.js');
-
-// The npm package's wrapper (wasm/index.cjs) is CommonJS written for Node and browsers alike; its
-// one `require` is the Emscripten loader, which importScripts has already defined as a global.
-// The loader needs to be told where its files are: from inside a Worker it cannot find out.
-async function loadPackage() {
-  const res = await fetch('/wasm/index.cjs');
-  if (!res.ok) throw new Error(`cannot fetch /wasm/index.cjs: HTTP ${res.status}`);
-  const src = await res.text();
-  const factory = (options) => self.createAsyncndModule({
-    ...options,
-    locateFile: (file) => WASM_URL + file,
-    mainScriptUrlOrBlob: `${WASM_URL}asyncnd.js`,
-  });
-  const module = { exports: {} };
-  const require = (name) => {
-    if (name === './dist/asyncnd.js') return factory;
-    throw new Error(`worker: the package asked for '${name}', which a browser does not have`);
-  };
-  new Function('module', 'exports', 'require', '__dirname', `${src}\n//# sourceURL=/wasm/index.cjs`)(
-    module, module.exports, require, '/wasm');
-  return module.exports;
-}
+// The npm package in a browser: the Emscripten loader, then the package's wrapper (which defines
+// the global `asyncnd`); the loader's URL tells it where the .wasm and its threads' script are.
+importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', 'experiments.js');
+const MODULE_URL = new URL('/wasm/dist/asyncnd.js', self.location.href).href;
 
 let nd = null;
 
@@ -205,8 +185,7 @@ self.onmessage = (ev) => {
           throw new Error('this page is not cross-origin isolated: SharedArrayBuffer, and so ' +
                           'WebAssembly threads, are unavailable');
         }
-        const asyncnd = await loadPackage();
-        nd = await asyncnd.load({ threads: m.threads });
+        nd = await self.asyncnd.load({ threads: m.threads, moduleUrl: MODULE_URL });
         setBound(m.bound);
         post({ type: 'ready', threads: nd.threads, backend: nd.backend,
                hasNN: self.EXPERIMENTS_HAS_NN(nd), stats: nd.engine.stats() });
