@@ -5,7 +5,7 @@
 // CodeMirror. For the browser tests it exposes its state as window.playground.
 /* global Chart, ChartZoom, cytoscape, CodeMirror */
 import { PANELS } from './panels.js';
-import { buildGraph } from './graph.js';
+import { buildGraph, clockSkewUs } from './graph.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const el = (tag, attrs = {}, ...children) => {
@@ -260,6 +260,12 @@ function showTimeline(key, canvas, note, m) {
   note.textContent = `${events.length} op${events.length > 1 ? 's' : ''} recorded` +
     (total > events.length ? ` (the first ${events.length} of ${total} are drawn)` : '') +
     '. Scroll to zoom, drag to pan, double-click to reset.';
+  const skew = clockSkewUs(events);
+  if (skew > 1) {
+    note.textContent += ` The threads' clocks disagree by at least ${(skew / 1e3).toFixed(3)} ms in this run ` +
+      '(an op appears to start before an op it reads finished, on another thread): each engine thread\'s clock ' +
+      'is set from another\'s by a message in this WebAssembly build, so bars on different rows may be shifted by that much.';
+  }
 }
 
 function showGraph(key, container, events, names) {

@@ -1,6 +1,7 @@
 // graph.js: the dependency graph of a profiled run, built from what the engine recorded: each
 // op's reads and writes (variable ids). Ops and variables are nodes; an edge goes from a variable
-// to each op that read it and from an op to each variable it wrote (Cytoscape elements).
+// to each op that read it and from an op to each variable it wrote (Cytoscape elements). Also
+// the check behind the timelines' note on clocks that differ between threads.
 
 // Names for E2's variables, z = x * y + 2: the first two variables written are x and y, the one
 // the last op wrote is z, the others are temporaries.
@@ -46,4 +47,21 @@ export function buildGraph(events, names, maxOps = 80, colorOf = () => '#4f46e5'
     }
   });
   return { elements, ops: sorted.length, vars: vars.size, truncated: events.length > sorted.length };
+}
+
+// The largest amount (µs) by which an op seems to start before an op it depends on (a write it
+// reads) ended, on another thread. In a browser each engine thread's clock is set from another
+// thread's by a message (Emscripten 3.1.6), so clocks can differ by that message's latency.
+export function clockSkewUs(events) {
+  const sorted = [...events].sort((a, b) => a.push - b.push);
+  const writer = new Map();
+  let worst = 0;
+  for (const e of sorted) {
+    for (const v of e.reads) {
+      const w = writer.get(v);
+      if (w && w.worker !== e.worker && !e.skipped && !w.skipped) worst = Math.max(worst, w.end - e.start);
+    }
+    for (const v of e.writes) writer.set(v, e);
+  }
+  return worst;
 }
