@@ -5,6 +5,8 @@
 #   make test           build + ctest, then make test-wasm, then make test-sanitize
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
+#   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
+#   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU)
@@ -14,9 +16,11 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean
+.PHONY: setup-web playground test-web
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
+PACKAGES += chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
@@ -38,6 +42,7 @@ setup:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory setup-web
 
 build: setup
 	$(CONFIGURE) -S . -B build
@@ -46,6 +51,7 @@ build: setup
 test: build
 	cd build && ctest --output-on-failure
 	$(MAKE) --no-print-directory test-wasm
+	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
 
 # Emscripten's tools need Node to find Debian's acorn (TOOLCHAIN.md). The first build with these
@@ -88,3 +94,23 @@ bench-wasm: wasm
 
 clean:
 	rm -rf build build-tsan build-asan build-wasm wasm/dist
+
+# The web playground (web/). Its npm packages (chart, graph, editor libraries; playwright-core for
+# the tests) come from web/package-lock.json, installed only when node_modules is missing or older
+# than the lock file, then copied into web/vendor/: the page loads nothing from the internet.
+setup-web:
+	@if [ web/node_modules/.package-lock.json -nt web/package-lock.json ]; then \
+	  echo "setup-web: web/node_modules up to date"; \
+	else \
+	  cd web && npm ci --no-audit --no-fund; \
+	fi
+
+PORT ?= 8080
+playground: wasm setup-web
+	node web/vendor.mjs
+	PORT=$(PORT) node web/server.mjs
+
+test-web: wasm setup-web
+	node web/vendor.mjs
+	node --test web/test/server.test.mjs web/test/graph.test.mjs web/test/experiments.test.mjs
+	node web/test/e2e.mjs

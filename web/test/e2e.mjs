@@ -1,0 +1,283 @@
+// e2e.mjs: the playground end to end in headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core). Starts the server on a free port, loads the page, runs every experiment panel
+// and checks that its figures are numbers, that E2's graph has the ops and arrays of
+// z = x * y + 2 with the right edges, that each run's timeline has events; runs the code cell
+// with a snippet and with one that throws; fails on any console error. Screenshots go to
+// build/playground/. Run from the repository root (make test-web):  node web/test/e2e.mjs
+import fs from 'node:fs';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { startServer } from '../server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '..', '..');
+const require = createRequire(path.join(here, '..', 'package.json'));
+const { chromium } = require('playwright-core');
+
+const SHOTS = path.join(repo, 'build', 'playground');
+fs.mkdirSync(SHOTS, { recursive: true });
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const THREADS = Number(process.env.PLAYGROUND_THREADS || 2);
+
+let passed = 0, failed = 0;
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    ++passed;
+    console.log(`ok   ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    ++failed;
+    console.log(`FAIL ${name}\n     ${String(e && e.stack || e).split('\n').join('\n     ')}`);
+  }
+}
+
+const server = await startServer({ port: 0 });
+const base = `http://127.0.0.1:${server.address().port}/`;
+const userDataDir = fs.mkdtempSync(path.join(repo, 'build', 'chromium-profile-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1440, height: 1000 },
+});
+const page = context.pages()[0] || await context.newPage();
+const consoleErrors = [];
+page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
+// Nothing may come from outside this server: the page is self-contained.
+const outside = [];
+await page.route('**/*', (route) => {
+  const u = route.request().url();
+  if (u.startsWith(base) || u.startsWith('data:') || u.startsWith('blob:')) return route.continue();
+  outside.push(u);
+  return route.abort();
+});
+
+const figures = (key) => page.$$eval(`#panel-${key} td[data-fig]`,
+  (tds) => tds.map((td) => ({ key: td.dataset.fig, value: td.dataset.value, text: td.textContent })));
+
+async function runPanel(key, params = {}, timeout = 120000) {
+  for (const [k, v] of Object.entries(params)) await page.fill(`#panel-${key} input[data-param="${k}"]`, String(v));
+  await page.click(`#panel-${key} button.run`);
+  await page.waitForFunction((k) => {
+    const s = document.querySelector(`#panel-${k}`).dataset.state;
+    return s === 'done' || s === 'failed';
+  }, key, { timeout });
+  const st = await page.$eval(`#panel-${key}`, (e) => e.dataset.state);
+  const err = await page.$eval(`#panel-${key}`, (e) => e.querySelector('.error')?.textContent || '');
+  assert.equal(st, 'done', `${key} failed: ${err}`);
+  const figs = await figures(key);
+  assert.ok(figs.length > 0, `${key}: no figures`);
+  for (const f of figs) {
+    assert.ok(f.value !== '' && Number.isFinite(Number(f.value)), `${key}: figure ${f.key} is not a number: '${f.value}'`);
+  }
+  const events = await page.$eval(`#panel-${key} .timeline-box`, (e) => Number(e.dataset.events || 0));
+  assert.ok(events > 0, `${key}: the timeline has no events`);
+  const drawn = await page.evaluate((k) => {
+    const c = window.playground.timelines[k];
+    return c ? c.data.datasets.reduce((n, d) => n + d.data.length, 0) : 0;
+  }, key);
+  assert.equal(drawn, events, `${key}: the timeline chart draws ${drawn} bars for ${events} events`);
+  const el = await page.$(`#panel-${key}`);
+  await el.screenshot({ path: path.join(SHOTS, `${key}.png`) });
+  return Object.fromEntries(figs.map((f) => [f.key, Number(f.value)]));
+}
+
+try {
+  await check('page loads cross-origin isolated, the worker starts the module', async () => {
+    await page.goto(base);
+    assert.equal(await page.evaluate(() => window.crossOriginIsolated), true);
+    await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
+    if (await page.evaluate(() => window.playground.threads) !== THREADS) {
+      await page.selectOption('#threads', String(THREADS));
+      await page.click('#reload');
+      await page.waitForFunction((n) => window.playground.ready && window.playground.threads === n, THREADS, { timeout: 60000 });
+    }
+    const status = await page.textContent('#status-text');
+    assert.match(status, new RegExp(`${THREADS} engine threads`));
+    assert.equal(await page.$eval('#isolation', (e) => e.hidden), true);
+    // The page stays responsive: a frame renders while the Worker loads and runs.
+    assert.equal(await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(true)))), true);
+  });
+
+  await check('E1: synchronous vs engine, return vs waitAll', async () => {
+    const f = await runPanel('E1');
+    assert.ok(f.syncS > 0 && f.finishedS > 0 && f.returnedS >= 0);
+    assert.ok(f.returnedS < f.finishedS, `the loop returned (${f.returnedS}) before waitAll (${f.finishedS})`);
+    // The timeline zooms: a wheel turn over it narrows the visible time range; reset restores it.
+    const range = () => page.evaluate(() => {
+      const x = window.playground.timelines.E1.scales.x;
+      return x.max - x.min;
+    });
+    const full = await range();
+    const box = await (await page.$('#panel-E1 .timeline-wrap canvas')).boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.wheel(0, -400);
+    await page.waitForFunction((r) => {
+      const x = window.playground.timelines.E1.scales.x;
+      return x.max - x.min < r * 0.95;
+    }, full, { timeout: 5000 });
+    await page.click('#panel-E1 .reset-zoom');
+    assert.ok(Math.abs(await range() - full) < full * 1e-6);
+  });
+
+  await check('E2: the graph of z = x * y + 2 from the profiler', async () => {
+    const f = await runPanel('E2');
+    assert.equal(f.ops, 4);
+    const g = await page.evaluate(() => {
+      const cy = window.playground.graphs.E2;
+      const label = (id) => cy.getElementById(id).data('label');
+      return {
+        ops: cy.nodes('.op').map((n) => n.data('label')).sort(),
+        vars: cy.nodes('.var').map((n) => n.data('label')).sort(),
+        edges: cy.edges().map((e) => `${label(e.data('source'))}->${label(e.data('target'))}`).sort(),
+        rendered: document.querySelector('#graph-E2 canvas') !== null,
+      };
+    });
+    assert.deepEqual(g.ops, ['add', 'mul', 'ones', 'ones']);
+    assert.deepEqual(g.vars, ['t1', 'x', 'y', 'z']);
+    assert.deepEqual(g.edges, ['add->z', 'mul->t1', 'ones->x', 'ones->y', 't1->add', 'x->mul', 'y->mul']);
+    assert.ok(g.rendered, 'the graph was not drawn');
+  });
+
+  await check('E3: barriers', async () => {
+    const f = await runPanel('E3', { n: 1000 });
+    assert.ok(f.waitToReadS > 0 && f.waitAllS > 0 && f.waitAll2S > 0);
+  });
+
+  await check('E4: implicit blockers and await data()', async () => {
+    const f = await runPanel('E4', { n: 1000 });
+    assert.ok(f.dataSyncS > 0 && f.itemS > 0 && f.toStringS > 0 && f.awaitDataS > 0);
+    assert.ok(f.dataReturnedS < f.awaitDataS, 'data() must return before the values are ready');
+  });
+
+  await check('E5: 10000 ops, t1 t2 t3', async () => {
+    const f = await runPanel('E5');
+    for (const k of ['syncS', 'asyncS', 't1', 't2', 't3', 'speedup']) assert.ok(f[k] >= 0, `${k}=${f[k]}`);
+    assert.ok(f.t1 > 0 && f.t2 > 0);
+  });
+
+  await check('E6: runs with nd.nn, or says plainly that it cannot (no figures)', async () => {
+    const hasNN = await page.evaluate(() => window.playground.hasNN);
+    if (hasNN) {
+      const f = await runPanel('E6', { batches: 3 });
+      assert.ok(f['sync.peakBytes'] >= 0 && f['none.peakBytes'] >= 0 && f['bound.peakBytes'] >= 0);
+    } else {
+      const p = await page.$('#panel-E6');
+      assert.equal(await p.$eval('button.run', (b) => b.disabled), true);
+      assert.match(await p.$eval('.notice', (n) => n.textContent), /cannot run yet/);
+      assert.equal((await figures('E6')).length, 0);
+      await p.screenshot({ path: path.join(SHOTS, 'E6.png') });
+    }
+  });
+
+  await check('E7: no GPU; asynchrony on the CPU', async () => {
+    const f = await runPanel('E7', { n: 1000 });
+    assert.ok(f.dotS > 0 && f.jsS > 0 && f.overlapS > 0);
+    assert.match(await page.textContent('#panel-E7 .result-text'), /GPU: none/);
+  });
+
+  await check('code cell: runs a snippet, shows output, graph and timeline', async () => {
+    await page.evaluate(() => window.playground.editor.setValue(
+      "const a = nd.ones([2, 2]);\nconst b = a.mul(3).add(1);\nconsole.log('b =', b.toArray());\nreturn b.sum().item();\n"));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.equal(await page.$eval('#panel-code', (e) => e.dataset.state), 'done');
+    const out = await page.textContent('#code-output');
+    assert.match(out, /b = \[\[4,4\],\[4,4\]\]/);
+    assert.match(out, /⇒ 16/);
+    assert.ok(Number(await page.$eval('#code-graph', (e) => e.dataset.nodes)) >= 6);
+    assert.ok(Number(await page.$eval('#code-panel .timeline-box, #panel-code .timeline-box', (e) => e.dataset.events)) >= 4);
+    await (await page.$('#panel-code')).screenshot({ path: path.join(SHOTS, 'code.png') });
+  });
+
+  await check('code cell: a thrown error is shown inline and the playground keeps working', async () => {
+    await page.evaluate(() => window.playground.editor.setValue(
+      "const a = nd.ones([2, 3]);\nconst b = nd.ones([4, 5]);\nconst c = nd.dot(a, b);\n"));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.equal(await page.$eval('#panel-code', (e) => e.dataset.state), 'failed');
+    const out = await page.textContent('#code-output');
+    assert.match(out, /Error \(line 3\): dot: .*\[2,3\].*\[4,5\]/);
+    await (await page.$('#panel-code')).screenshot({ path: path.join(SHOTS, 'code-error.png') });
+    await page.evaluate(() => window.playground.editor.setValue("throw new Error('my own error');"));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /my own error/);
+    // Still working afterwards.
+    await page.evaluate(() => window.playground.editor.setValue('return nd.arange(5).sum().item();'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /⇒ 10/);
+    const f = await runPanel('E2');
+    assert.equal(f.ops, 4);
+  });
+
+  await check('backpressure control and reloading the worker with another thread count', async () => {
+    await page.fill('#bound-ops', '4');
+    await page.dispatchEvent('#bound-ops', 'change');
+    await page.selectOption('#threads', '1');
+    await page.click('#reload');
+    await page.waitForFunction(() => window.playground.ready && window.playground.threads === 1, null, { timeout: 60000 });
+    await page.evaluate(() => window.playground.editor.setValue(
+      'const x = nd.ones([64, 64]);\nfor (let i = 0; i < 200; ++i) x.add(i).delete();\nreturn nd.engine.stats().workers;'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /⇒ 1$/m);
+    await page.fill('#bound-ops', '0');
+    await page.dispatchEvent('#bound-ops', 'change');
+  });
+
+  await check('Stop run ends a runaway code cell by restarting the worker', async () => {
+    await page.evaluate(() => window.playground.editor.setValue('while (true) {}'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => !document.querySelector('#stop').disabled);
+    await page.click('#stop');
+    await page.waitForFunction(() => document.querySelector('#panel-code').dataset.state === 'failed');
+    assert.match(await page.textContent('#code-output'), /the worker was restarted/);
+    await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
+    await page.evaluate(() => window.playground.editor.setValue('return nd.ones([3]).sum().item();'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /⇒ 3/);
+  });
+
+  await check('the whole page (screenshot) and no console errors, nothing fetched from outside', async () => {
+    await page.screenshot({ path: path.join(SHOTS, 'page.png'), fullPage: true });
+    assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(outside, []);
+  });
+  await check('without cross-origin isolation the page says threads are unavailable and what to do', async () => {
+    // The same page with the two headers stripped (as a server without them would send it).
+    const p2 = await context.newPage();
+    p2.on('pageerror', (e) => consoleErrors.push(`page error (not isolated): ${e.message}`));
+    await p2.route(base, async (route) => {
+      const res = await route.fetch();
+      const headers = { ...res.headers() };
+      delete headers['cross-origin-opener-policy'];
+      delete headers['cross-origin-embedder-policy'];
+      await route.fulfill({ response: res, headers });
+    });
+    await p2.goto(base);
+    assert.equal(await p2.evaluate(() => window.crossOriginIsolated), false);
+    const banner = await p2.$('#isolation');
+    assert.equal(await banner.isVisible(), true);
+    assert.match(await banner.textContent(), /not cross-origin isolated.*make playground/s);
+    assert.equal(await p2.$eval('#panel-E1 button.run', (b) => b.disabled), true);
+    await p2.screenshot({ path: path.join(SHOTS, 'not-isolated.png') });
+    await p2.close();
+    assert.deepEqual(consoleErrors, []);
+  });
+} finally {
+  await context.close();
+  server.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+
+console.log(`\nplayground end-to-end tests (screenshots in ${path.relative(repo, SHOTS)}/)`);
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

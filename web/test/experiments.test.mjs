@@ -1,0 +1,144 @@
+// experiments.test.mjs: the playground's experiment code (web/experiments.js, which the page runs
+// in its Web Worker) run in Node on the same WebAssembly package, at small sizes: every figure is
+// a finite number and the relations the chapter predicts where they hold on any machine. E6 runs
+// its driver (three modes, memory samples, the drain loop, the byte bound) against a stand-in
+// for nd.nn/nd.autograd made of real engine ops with no gradients: it tests the panel's code,
+// not training. The stand-in is never shown by the page.
+// Run: node --test web/test/experiments.test.mjs  (make test-web; needs make wasm)
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import vm from 'node:vm';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import asyncnd from '../../wasm/index.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+globalThis.self = globalThis;
+vm.runInThisContext(fs.readFileSync(path.join(here, '..', 'experiments.js'), 'utf8'), { filename: 'experiments.js' });
+const { EXPERIMENTS, EXPERIMENTS_HAS_NN } = globalThis;
+
+let nd;
+before(async () => { nd = await asyncnd.load({ threads: 2 }); });
+
+function context(params) {
+  const events = [];
+  const progress = [];
+  const ctx = {
+    params, bound: { ops: 0, bytes: 0 }, progress: (f, t) => progress.push([f, t]),
+    startProfile: () => nd.profiler.start(),
+    stopProfile: (cb) => { nd.profiler.stop(); const e = nd.profiler.events(); events.push(...e); if (cb) cb(e); },
+    profile: (fn, cb) => { ctx.startProfile(); try { fn(); } finally { ctx.stopProfile(cb); } },
+  };
+  return { ctx, events, progress };
+}
+
+function assertNumbers(obj, keys) {
+  for (const k of keys) assert.ok(Number.isFinite(obj[k]), `${k} = ${obj[k]}`);
+}
+
+function assertClean() {
+  nd.waitAll();
+  const s = nd.engine.stats();
+  assert.equal(s.pending, 0);
+  assert.equal(s.liveArrays, 0, 'an experiment left arrays alive');
+}
+
+test('E1: the loop returns before waitAll; figures are numbers; ops profiled', async () => {
+  const { ctx, events, progress } = context({ n: 200, iters: 3 });
+  const r = await EXPERIMENTS.E1(nd, ctx);
+  assertNumbers(r, ['syncS', 'returnedS', 'finishedS']);
+  assert.ok(r.returnedS <= r.finishedS);
+  assert.equal(events.filter((e) => e.name === 'dot').length, 3);
+  assert.ok(progress.length > 0);
+  assertClean();
+});
+
+test('E2: four ops, x and y into mul, mul into add', async () => {
+  const { ctx, events } = context({});
+  const r = await EXPERIMENTS.E2(nd, ctx);
+  assert.match(r.z, /^\[\[3, 3\]\]/);
+  const byName = events.sort((a, b) => a.pushUs - b.pushUs).map((e) => e.name);
+  assert.deepEqual(byName, ['ones', 'ones', 'mul', 'add']);
+  const [x, y, m, a] = events;
+  assert.deepEqual(m.reads, [x.writes[0], y.writes[0]]);
+  assert.deepEqual(a.reads, m.writes);
+  assertClean();
+});
+
+test('E3, E4, E7: figures are numbers', async () => {
+  const r3 = await EXPERIMENTS.E3(nd, context({ n: 300 }).ctx);
+  assertNumbers(r3, ['queuedS', 'printedS', 'waitToReadS', 'waitAllS', 'waitAll2S']);
+  const r4 = await EXPERIMENTS.E4(nd, context({ n: 300 }).ctx);
+  assertNumbers(r4, ['dataSyncS', 'itemS', 'toStringS', 'awaitDataS', 'dataReturnedS', 'ticks', 'norm']);
+  assert.equal(r4.values, 300 * 300);
+  assert.ok(r4.dataReturnedS <= r4.awaitDataS);
+  const r7 = await EXPERIMENTS.E7(nd, context({ n: 300 }).ctx);
+  assertNumbers(r7, ['dotS', 'jsS', 'pushS', 'overlapS', 'serialS']);
+  assert.match(r7.gpu, /none/);
+  assertClean();
+});
+
+test('E5: t1, t2, t3 estimated from a real run', async () => {
+  const r = await EXPERIMENTS.E5(nd, context({ N: 2000 }).ctx);
+  assertNumbers(r, ['syncS', 'asyncS', 'pushS', 't1', 't2', 't3', 'speedup', 'modelSyncS', 'modelAsyncS', 'clockUs']);
+  assert.ok(r.t1 > 0 && r.t2 > 0 && r.t3 >= 0);
+  assert.equal(r.t2Samples, 1000);
+  assertClean();
+});
+
+// A stand-in with the shape of DESIGN.md's JavaScript API for autograd and nn: real engine ops
+// (so memory and time are real), no gradients (backward and step do nothing).
+function standInNN() {
+  class Dense {
+    constructor(units, act) { this.units = units; this.act = act; this.w = null; }
+    forward(x) {
+      if (!this.w) this.w = nd.keep(nd.random.normal([x.shape[1], this.units], 0, 0.01));
+      const y = nd.dot(x, this.w);
+      return this.act === 'relu' ? y.relu() : y;
+    }
+    parameters() { return this.w ? [this.w] : []; }
+  }
+  class Sequential {
+    constructor() { this.blocks = []; }
+    add(b) { this.blocks.push(b); return this; }
+    forward(x) { return this.blocks.reduce((h, b) => b.forward(h), x); }
+    parameters() { return this.blocks.flatMap((b) => b.parameters()); }
+  }
+  class L2Loss { forward(p, y) { return p.reshape([y.shape[0]]).sub(y).pow(2).mul(0.5); } }
+  class SGD { constructor(params, lr) { this.params = params; this.lr = lr; } step() {} }
+  const patched = Object.create(nd);
+  patched.nn = { Dense, Sequential, L2Loss, SGD };
+  patched.autograd = { record: (fn) => fn() };
+  patched.NDArray.prototype.backward = function backward() {};
+  return { patched, cleanup: () => { delete patched.NDArray.prototype.backward; } };
+}
+
+test('E6: without nd.nn it refuses with a clear message and no figures', async () => {
+  assert.equal(EXPERIMENTS_HAS_NN(nd), !!(nd.nn && nd.autograd));
+  if (EXPERIMENTS_HAS_NN(nd)) return;
+  await assert.rejects(async () => EXPERIMENTS.E6(nd, context({}).ctx), /needs nd\.nn and nd\.autograd/);
+});
+
+test('E6 driver: three modes, memory sampled over time, nothing left pending', async () => {
+  const { patched, cleanup } = standInNN();
+  try {
+    assert.equal(EXPERIMENTS_HAS_NN(patched), true);
+    const { ctx, events } = context({ batches: 4, batch: 64, boundMB: 2 });
+    const r = await EXPERIMENTS.E6(patched, ctx);
+    assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound']);
+    for (const s of r.series) {
+      assert.ok(s.samples.length >= 4, `${s.key}: ${s.samples.length} samples`);
+      for (const p of s.samples) assertNumbers(p, ['t', 'bytes', 'pending']);
+      assertNumbers(s, ['pushedS', 'totalS', 'perBatchS', 'peakBytes']);
+      assert.ok(s.peakBytes > 0, `${s.key}: no memory seen`);
+      assert.equal(s.batchEnds.length, 4);
+    }
+    assert.equal(r.boundBytes, 2e6);
+    assert.ok(events.some((e) => e.name === 'dot'));
+  } finally {
+    cleanup();
+  }
+  nd.waitAll();
+  assert.equal(nd.engine.stats().pending, 0);
+});

@@ -1,0 +1,213 @@
+// worker.js: the playground's Web Worker. It loads the asyncnd WebAssembly module (whose engine
+// threads are nested Web Workers), runs the experiments (experiments.js) and the user's code cell,
+// and posts figures, profiler events, console output and progress to the page, which never
+// blocks: every blocking wait (waitToRead, waitAll, dataSync...) happens on this thread.
+// Messages in:  {type:'init', threads, bound} · {type:'run', id, exp, params, bound}
+//               {type:'code', id, src, bound}
+// Messages out: {type:'ready', ...} · {type:'progress', id, fraction, text} ·
+//               {type:'log', id, level, text} · {type:'done', id, result, events, eventsTotal, stats}
+//               {type:'failed', id, message, line} · {type:'fatal', message}
+'use strict';
+
+const MAX_EVENTS = 6000;  // events sent for one run's timeline (the earliest ones)
+
+// The npm package in a browser: the Emscripten loader, then the package's wrapper (which defines
+// the global `asyncnd`); the loader's URL tells it where the .wasm and its threads' script are.
+importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', 'experiments.js');
+const MODULE_URL = new URL('/wasm/dist/asyncnd.js', self.location.href).href;
+
+let nd = null;
+
+function post(msg) { self.postMessage(msg); }
+
+// Profiler events, made small for the page: times in microseconds from the run's first push.
+function compactEvents(raw, into) {
+  for (const e of raw) {
+    if (into.length >= MAX_EVENTS) break;
+    into.push({ name: e.name, worker: e.worker, push: e.pushUs, start: e.startUs, end: e.endUs,
+                reads: e.reads, writes: e.writes, failed: e.failed, skipped: e.skipped });
+  }
+  return raw.length;
+}
+
+function makeContext(id, params, bound) {
+  const events = [];
+  let total = 0;
+  let last = 0;
+  const ctx = {
+    params: params || {},
+    bound,
+    events,
+    total: () => total,
+    progress(fraction, text) {
+      // Throttled: a tight loop must not flood the page with messages.
+      const t = performance.now();
+      if (fraction < 1 && t - last < 50) return;
+      last = t;
+      post({ type: 'progress', id, fraction, text });
+    },
+    startProfile() { nd.profiler.start(); },
+    stopProfile(cb) {
+      nd.profiler.stop();
+      const raw = nd.profiler.events();
+      total += compactEvents(raw, events);
+      if (cb) cb(raw);
+    },
+    profile(fn, cb) {
+      ctx.startProfile();
+      try {
+        fn();
+      } finally {
+        ctx.stopProfile(cb);
+      }
+    },
+  };
+  return ctx;
+}
+
+function setBound(bound) {
+  const b = bound || {};
+  nd.engine.setMaxInflight({ ops: b.ops | 0, bytes: b.bytes | 0 });
+}
+
+const CELL_URL = 'playground-cell.js';
+function errorLine(e) {
+  // The cell's function is named by its sourceURL; its body starts on line 3 of that source (the
+  // header that `new AsyncFunction` adds takes two lines).
+  const m = new RegExp(`${CELL_URL.replace('.', '\\.')}:(\\d+):(\\d+)`).exec((e && e.stack) || '');
+  return m ? Number(m[1]) - 2 : null;
+}
+
+function describe(e) {
+  if (e instanceof Error) return `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}`;
+  return `thrown: ${String(e)}`;
+}
+
+// Turns console arguments into text, as a terminal would show them.
+function format(v) {
+  if (typeof v === 'string') return v;
+  if (nd && v instanceof nd.NDArray) return v.isDeleted ? '<deleted NDArray>' : v.toString();
+  if (ArrayBuffer.isView(v)) {
+    const head = Array.from(v.slice(0, 32)).map((x) => Number(x.toPrecision(6)));
+    return `${v.constructor.name}(${v.length}) [${head.join(', ')}${v.length > 32 ? ', ...' : ''}]`;
+  }
+  if (v instanceof Error) return v.stack || String(v);
+  if (typeof v === 'object' && v !== null) {
+    try {
+      return JSON.stringify(v, (k, x) => (nd && x instanceof nd.NDArray ? `<NDArray ${x.shape.join('x')}>` : x));
+    } catch {
+      return String(v);
+    }
+  }
+  return String(v);
+}
+
+async function runCode(id, src, bound) {
+  const ctx = makeContext(id, {}, bound);
+  const lines = [];
+  const log = (level) => (...args) => {
+    const text = args.map(format).join(' ');
+    if (lines.length < 2000) {
+      lines.push({ level, text });
+      post({ type: 'log', id, level, text });
+    }
+  };
+  const cons = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error') };
+  const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+  let fn;
+  try {
+    fn = new AsyncFunction('nd', 'console', 'sleep', `${src}\n//# sourceURL=${CELL_URL}`);
+  } catch (e) {
+    post({ type: 'failed', id, message: describe(e), line: null, events: [], eventsTotal: 0 });
+    return;
+  }
+  const before = nd.engine.stats();
+  ctx.startProfile();
+  let value, error = null;
+  try {
+    value = await fn(nd, cons, (ms) => new Promise((r) => setTimeout(r, ms)));
+  } catch (e) {
+    error = e;
+  }
+  // Whatever the code left queued finishes (or fails) before the profile is taken.
+  try {
+    nd.waitAll();
+  } catch (e) {
+    if (!error) error = e;
+  }
+  ctx.stopProfile();
+  setBound(bound);
+  if (error) {
+    post({ type: 'failed', id, message: describe(error), line: errorLine(error),
+           events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
+    return;
+  }
+  let shown;
+  try {
+    shown = value === undefined ? undefined : format(value);
+  } catch (e) {
+    shown = `(cannot show the result: ${describe(e)})`;
+  }
+  const after = nd.engine.stats();
+  post({ type: 'done', id, result: { value: shown, opsPushed: after.pushed - before.pushed },
+         events: ctx.events, eventsTotal: ctx.total(), stats: after });
+}
+
+async function runExperiment(id, exp, params, bound) {
+  const f = self.EXPERIMENTS[exp];
+  if (!f) throw new Error(`no experiment named ${exp}`);
+  setBound(bound);
+  const ctx = makeContext(id, params, bound);
+  const t0 = performance.now();
+  try {
+    const result = await f(nd, ctx);
+    ctx.progress(1, 'done');
+    post({ type: 'done', id, result, wallS: (performance.now() - t0) / 1000,
+           events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
+  } catch (e) {
+    try { nd.profiler.stop(); } catch { /* not recording */ }
+    try { nd.waitAll(); } catch { /* the failure is reported below */ }
+    post({ type: 'failed', id, message: describe(e), line: null, events: ctx.events,
+           eventsTotal: ctx.total() });
+  } finally {
+    setBound(bound);
+  }
+}
+
+// One job at a time, in arrival order: runs share one engine and must not interleave.
+let queue = Promise.resolve();
+self.onmessage = (ev) => {
+  const m = ev.data;
+  queue = queue.then(async () => {
+    try {
+      if (m.type === 'init') {
+        if (!self.crossOriginIsolated) {
+          throw new Error('this page is not cross-origin isolated: SharedArrayBuffer, and so ' +
+                          'WebAssembly threads, are unavailable');
+        }
+        nd = await self.asyncnd.load({ threads: m.threads, moduleUrl: MODULE_URL });
+        setBound(m.bound);
+        post({ type: 'ready', threads: nd.threads, backend: nd.backend,
+               hasNN: self.EXPERIMENTS_HAS_NN(nd), stats: nd.engine.stats() });
+      } else if (!nd) {
+        post({ type: 'failed', id: m.id, message: 'the module is not loaded', line: null });
+      } else if (m.type === 'run') {
+        await runExperiment(m.id, m.exp, m.params, m.bound);
+      } else if (m.type === 'code') {
+        await runCode(m.id, m.src, m.bound);
+      } else if (m.type === 'bound') {
+        setBound(m.bound);
+        post({ type: 'bound', bound: m.bound });
+      }
+    } catch (e) {
+      if (m.type === 'init') post({ type: 'fatal', message: describe(e) });
+      else post({ type: 'failed', id: m.id, message: describe(e), line: null });
+    }
+  });
+};
+
+// A promise rejection nobody handled (e.g. a forgotten `x.data()` in the code cell): show it.
+self.addEventListener('unhandledrejection', (ev) => {
+  ev.preventDefault();
+  post({ type: 'log', id: null, level: 'error', text: `unhandled rejection: ${describe(ev.reason)}` });
+});
