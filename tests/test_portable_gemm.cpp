@@ -76,7 +76,7 @@ void check_case(const Case& g, std::mt19937_64& rng) {
   }
 }
 
-// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 48), the
+// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 96), the
 // small-matrix path and the thin one (m < 4), each with all four transpose combinations.
 std::vector<Case> fixed_cases() {
   const std::int64_t shapes[][3] = {

@@ -24,11 +24,14 @@ namespace g = kernels::gemm;
 using g::kMr;
 using g::kNr;
 
-// Block sizes, measured in V8 (Node 20) at 1000x1000: (KC, MC) = (512, 48), (384, 64), (768, 32)
-// ran at 53-54 GFLOP/s, (256, 96) at 51-52, (128, 96) at 48-51; the micro-kernel alone at 58-60.
-// A 48 x 512 block of A is 96 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
+// Block sizes, measured at 1000x1000 on a busy machine (figures are best-of runs). One thread in
+// V8 (Node 20): (KC, MC) = (512, 48), (384, 64), (768, 32) at 53-54 GFLOP/s, (512, 96) and
+// (256, 96) at 52-53, (128, 96) at 48-51; the micro-kernel alone at 58-60. Two threads (native,
+// GFLOP per CPU-second, which time-slicing by other processes does not lower): MC = 96 at 45.5-46,
+// MC = 48 at 43.6-44.8: each row block streams all of packed B from L3, and two threads share it.
+// A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
 constexpr std::int64_t kKc = 512;  // depth of a packed block
-constexpr std::int64_t kMc = 48;   // rows of a packed block of A (a multiple of kMr)
+constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr)
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
 // Flops a parallel chunk should at least carry (~40 us here), so a hand-off stays cheap.
