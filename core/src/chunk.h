@@ -9,6 +9,7 @@
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/device.h"
 #include "asyncnd/engine.h"
+#include "autograd_internal.h"
 
 namespace asyncnd {
 namespace detail {
@@ -19,6 +20,8 @@ struct Chunk {
   std::size_t bytes = 0;
   Device device;
   Backend* backend = nullptr;
+  // Autograd state of the array that owns this chunk (a reshaped view has its own).
+  AutogradInfo ag;
 
   // Allocates `bytes` on `device` through its backend and counts them in the engine's stats.
   // Throws asyncnd::Error naming `op` if the device does not exist or the allocation fails.

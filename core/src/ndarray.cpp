@@ -11,6 +11,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
+#include "autograd_internal.h"
 #include "chunk.h"
 #include "ops_common.h"
 
@@ -195,7 +196,15 @@ NDArray NDArray::reshape(Shape shape) const {
   } else if (known != n) {
     throw fail();
   }
-  return NDArray(chunk_, std::move(shape));
+  // A view shares the chunk but is an array of its own for autograd.
+  NDArray view(chunk_, std::move(shape));
+  view.view_ag_ = std::make_shared<detail::AutogradInfo>();
+  return detail::recorded(detail::GradOp::kReshape, std::move(view), {this});
+}
+
+detail::AutogradInfo& NDArray::autograd_info() const {
+  detail::check_defined("autograd", *this);
+  return view_ag_ ? *view_ag_ : chunk_->ag;
 }
 
 NDArray NDArray::transpose() const { return nd::transpose(*this); }

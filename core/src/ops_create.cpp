@@ -8,6 +8,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
+#include "autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "ops_common.h"
 
@@ -117,6 +118,7 @@ NDArray copy_to(const NDArray& a, Device device) {
     throw Error(std::string(kOp) + ": copies between " + a.device().str() + " and " + device.str() +
                 " are not supported in this build");
   NDArray out = detail::new_array(kOp, a.shape(), device);
+  out = detail::recorded(detail::GradOp::kCopyTo, std::move(out), {&a});
   const std::int64_t n = out.size();
   if (n == 0) return out;
   const float* src = detail::data_of(a);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "asyncnd/ops.h"
+#include "autograd_internal.h"
 #include "kernels/reduce.h"
 #include "ops_common.h"
 
@@ -123,11 +124,17 @@ NDArray reduce(const char* op, Kind kind, const NDArray& a, bool all, int axis, 
                 " (no identity for max)");
   }
   NDArray out = detail::new_array(op, std::move(shape), a.device());
-  if (out.size() == 0) return out;
-  const float* px = detail::data_of(a);
-  float* po = detail::data_of(out);
-  detail::push_op(op, [=] { dispatch(kind, px, po, g); }, out, {&a});
-  return out;
+  if (out.size() > 0) {
+    const float* px = detail::data_of(a);
+    float* po = detail::data_of(out);
+    detail::push_op(op, [=] { dispatch(kind, px, po, g); }, out, {&a});
+  }
+  detail::GradAttrs at;
+  at.all = all;
+  at.axis = all ? 0 : (axis < 0 ? axis + static_cast<int>(nd) : axis);
+  static constexpr detail::GradOp kGrad[] = {detail::GradOp::kSum, detail::GradOp::kMean,
+                                             detail::GradOp::kMax, detail::GradOp::kNorm};
+  return detail::recorded(kGrad[static_cast<int>(kind)], std::move(out), {&a}, at);
 }
 
 }  // namespace
