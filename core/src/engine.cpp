@@ -128,8 +128,8 @@ void Engine::push_async(std::function<void(Completion)> fn, std::vector<Var> rea
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }
 void Engine::waitall() { impl_->waitall(); }
-void Engine::delete_var(Var v, OpFunction on_delete) {
-  impl_->delete_var(std::move(v), std::move(on_delete));
+void Engine::delete_var(Var v, OpFunction on_delete, std::size_t bytes) {
+  impl_->delete_var(std::move(v), std::move(on_delete), bytes);
 }
 void Engine::set_max_inflight(std::size_t ops, std::size_t bytes) {
   impl_->set_max_inflight(ops, bytes);

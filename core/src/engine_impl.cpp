@@ -307,14 +307,16 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
   bool orphan_idle;
   OpFunction deleter;
+  std::size_t deleted_bytes = 0;
   {
     std::lock_guard<SpinLock> lk(v->lock);
     if (write) complete_write_locked(v, ready);
     else complete_read_locked(v, ready);
-    take_deleter(v, deleter);
+    take_deleter(v, deleter, deleted_bytes);
     orphan_idle = v->orphaned && v->idle();
   }
   run_deleter(deleter);
+  if (deleted_bytes) release_inflight(deleted_bytes);
   if (orphan_idle) destroy_var(v);
 }
 
@@ -330,10 +332,20 @@ void EngineImpl::complete_read_locked(VarBlock* v, ReadyList& ready) {
 }
 
 // Caller holds v->lock.
-void EngineImpl::take_deleter(VarBlock* v, OpFunction& out) {
+void EngineImpl::take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes) {
   if (v->delete_pending && v->idle()) {
     out = std::move(v->on_delete);
     v->delete_pending = false;
+    bytes = v->delete_bytes;
+    v->delete_bytes = 0;
+  }
+}
+
+void EngineImpl::release_inflight(std::size_t bytes) {
+  inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
+  if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lk(done_mu_);
+    done_cv_.notify_all();
   }
 }
 
@@ -590,7 +602,7 @@ void EngineImpl::waitall() {
 // ---------------------------------------------------------------------------------------------
 // Deletion
 
-void EngineImpl::delete_var(Var var, OpFunction on_delete) {
+void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
   VarBlock* v = peek(var);
   check_var(v, "delete_var", "the");
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
@@ -606,6 +618,11 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete) {
     if (!now) {
       v->on_delete = std::move(on_delete);
       v->delete_pending = true;
+      // Storage kept alive by queued work counts toward the byte bound until it is freed.
+      if (bytes && max_bytes_.load(std::memory_order_relaxed)) {
+        v->delete_bytes = bytes;
+        inflight_bytes_.fetch_add(static_cast<std::int64_t>(bytes));
+      }
     }
   }
   if (now) run_deleter(on_delete);

@@ -70,12 +70,15 @@ Chunk::~Chunk() {
   const std::size_t n = bytes;
   const Device dev = device;
   try {
-    engine().delete_var(std::move(var), [be, p, n, dev] {
-      if (p) {
-        be->free(dev.id, p, n);
-        engine().note_free(dev, n);
-      }
-    });
+    engine().delete_var(
+        std::move(var),
+        [be, p, n, dev] {
+          if (p) {
+            be->free(dev.id, p, n);
+            engine().note_free(dev, n);
+          }
+        },
+        n);
   } catch (...) {
     // Only a broken engine gets here. Freeing now could pull storage from under a queued op;
     // leaking is the safe failure, and a destructor must not throw.
