@@ -25,7 +25,7 @@ struct BoundGuard {
 
 }  // namespace
 
-TEST_CASE("Dense defers its input size; parameters, names and shapes", "[nn]") {
+TEST_CASE("Dense defers its input size, with parameters, names and shapes", "[nn]") {
   leak_checked([] {
     nd::seed(7);
     nn::Dense d(3, "relu");

@@ -13,9 +13,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 namespace e6 {
 
@@ -25,13 +30,34 @@ inline const char* mode_name(Mode m) {
   return m == Mode::kSync ? "sync" : m == Mode::kNoSync ? "nosync" : "bounded";
 }
 
+// ASYNCND_E6_BATCHES shrinks the experiment (e.g. on a machine with little memory: the run that
+// never synchronises holds about 63 MB per batch).
+inline int default_batches() {
+  if (const char* s = std::getenv("ASYNCND_E6_BATCHES")) {
+    const int n = std::atoi(s);
+    if (n > 0) return n;
+  }
+  return 100;
+}
+
 struct Config {
-  int num_batches = 100;
+  int num_batches = default_batches();
   std::int64_t batch_size = 1024, features = 512;
   float lr = 0.005f;
   std::size_t bound_bytes = 0;  // for Mode::kBounded
   std::uint64_t seed = 42;
+  int report_every = 0;  // DataIter prints "batch i, time t sec" every this many batches
 };
+
+// The byte bound of the bounded runs: three of the largest activations ([1024,2048] floats). Set
+// ASYNCND_E6_BOUND_MB to try others; bench/README.md has the measurements behind this choice.
+inline std::size_t default_bound_bytes() {
+  if (const char* s = std::getenv("ASYNCND_E6_BOUND_MB")) {
+    const double mb = std::atof(s);
+    if (mb > 0) return static_cast<std::size_t>(mb * 1e6);
+  }
+  return 3 * 1024 * 2048 * sizeof(float);
+}
 
 struct Result {
   Mode mode;
@@ -56,11 +82,17 @@ inline double proc_status_mb(const char* field) {
   return 0.0;
 }
 
-// Resets VmHWM to the current RSS (Linux 4.0+); harmless where unsupported.
+// Hands freed heap memory back to the system (glibc keeps large freed blocks in its arenas, so
+// the RSS after a run that allocated gigabytes would stay high), then resets VmHWM to the current
+// RSS (Linux 4.0+; harmless where unsupported).
 inline void reset_rss_peak() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
   std::ofstream f("/proc/self/clear_refs");
   f << "5";
 }
+
 
 inline asyncnd::nn::Sequential make_net() {
   using namespace asyncnd;
@@ -103,7 +135,7 @@ inline Result run(Mode mode, const Config& cfg) {
   r.engine_start_mb = eng.stats().bytes_in_use / 1e6;
   r.rss_start_mb = proc_status_mb("VmRSS");
 
-  nn::DataIter it(cfg.num_batches, cfg.batch_size, cfg.features);
+  nn::DataIter it(cfg.num_batches, cfg.batch_size, cfg.features, cfg.report_every);
   nn::Batch b;
   NDArray l;
   Clock::time_point t0;
