@@ -436,6 +436,22 @@ TEST_CASE("a deep chain frees everything after backward", "[autograd]") {
   CHECK(after.pending == 0);
 }
 
+TEST_CASE("a long recorded graph that is never backpropagated is freed without recursion",
+          "[autograd]") {
+  const auto before = engine().stats();
+  {
+    NDArray x = nd::ones({4});
+    x.attach_grad();
+    NDArray y = x;
+    autograd::Record rec;
+    for (int i = 0; i < 200000; ++i) y = y + 1.0f;  // the default 8 MB stack overflowed here
+  }
+  engine().waitall();
+  const auto after = engine().stats();
+  CHECK(after.bytes_in_use == before.bytes_in_use);
+  CHECK(after.live_vars == before.live_vars);
+}
+
 TEST_CASE("autograd errors name the call and the shapes, queuing nothing", "[autograd][errors]") {
   NDArray x = nd::ones({2, 3});
   NDArray s = x.sum(), wrong = nd::ones({3, 2}), right = nd::ones({2, 3});

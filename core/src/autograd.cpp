@@ -23,6 +23,26 @@ bool needs_grad(const AutogradInfo& ag) { return ag.node || ag.requires_grad || 
 
 }  // namespace
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> pending;
+  const auto release = [&pending](std::vector<NDArray>& ins) {
+    for (NDArray& in : ins) {
+      // The last handle to an array: its node would die with it, recursively. Take it instead.
+      if (in.defined() && in.sole_autograd_owner()) {
+        std::shared_ptr<Node>& n = in.autograd_info().node;
+        if (n && n.use_count() == 1) pending.push_back(std::move(n));
+      }
+    }
+    ins.clear();
+  };
+  release(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    release(n->inputs);
+  }  // each n dies here with no inputs left: no recursion
+}
+
 NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
                   const GradAttrs& attrs) {
   auto node = std::make_shared<Node>();

@@ -39,6 +39,13 @@ struct GradAttrs {
 // until backward frees it) and a weak reference to its output: the output owns the node, so a
 // strong one would be a cycle.
 struct Node {
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Releases a long chain of nodes iteratively: the default, recursive destruction (node, input
+  // array, its node, ...) would overflow the stack for a graph of ~100 000 ops.
+  ~Node();
+
   GradOp op;
   GradAttrs attrs;
   std::vector<NDArray> inputs;
