@@ -444,7 +444,8 @@ TEST_CASE("a long recorded graph that is never backpropagated is freed without r
     x.attach_grad();
     NDArray y = x;
     autograd::Record rec;
-    for (int i = 0; i < 200000; ++i) y = y + 1.0f;  // the default 8 MB stack overflowed here
+    const std::int64_t n = scaled(200000, 50000);
+    for (std::int64_t i = 0; i < n; ++i) y = y + 1.0f;  // an 8 MB stack overflowed here
   }
   engine().waitall();
   const auto after = engine().stats();

@@ -2,6 +2,7 @@
 // nd:: ops (so autograd records them) and on two in-place helpers (assign, sgd_update).
 #include "asyncnd/nn.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -119,7 +120,7 @@ NDArray relu(const NDArray& x) { return nd::relu(x); }
 
 namespace {
 
-int g_dense_count = 0;  // names like Gluon's: dense0_weight, dense1_weight, ...
+std::atomic<int> g_dense_count{0};  // names like Gluon's: dense0_weight, dense1_weight, ...
 
 struct DenseImpl : Block::Impl {
   std::int64_t units;
@@ -225,11 +226,10 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
   if (label.shape() != pred.shape()) {
     if (label.size() == pred.size()) {
       lab = label.reshape(pred.shape());
-    } else {
-      nd::broadcast_shapes(pred.shape(), label.shape(), kOp);  // throws naming both shapes
-      if (nd::broadcast_shapes(pred.shape(), label.shape(), kOp) != pred.shape())
-        throw Error(std::string(kOp) + ": label " + shape_str(label.shape()) +
-                    " does not broadcast to the prediction's shape " + shape_str(pred.shape()));
+    } else if (nd::broadcast_shapes(pred.shape(), label.shape(), kOp) != pred.shape()) {
+      // (broadcast_shapes itself throws, naming both shapes, when they do not broadcast at all)
+      throw Error(std::string(kOp) + ": label " + shape_str(label.shape()) +
+                  " does not broadcast to the prediction's shape " + shape_str(pred.shape()));
     }
   }
   NDArray d = pred - lab;

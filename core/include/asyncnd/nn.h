@@ -28,7 +28,7 @@
 namespace asyncnd {
 namespace nn {
 
-// How a weight is initialised. Biases always start at zero. The values come from nd::random_*,
+// How a weight is initialised. Biases (1-D parameters) always start at zero. The values come from nd::random_*,
 // so nd::seed() fixes them.
 struct Init {
   enum class Kind { kUniform, kNormal, kXavier };
