@@ -88,6 +88,7 @@ void Parameter::set_data(const NDArray& values) {
   if (s_->data.defined() && values.shape() != s_->shape)
     throw Error(std::string(kOp) + ": parameter '" + s_->name + "' has shape " +
                 shape_str(s_->shape) + ", got values of shape " + shape_str(values.shape()));
+  autograd::Pause pause;  // a copy, never part of a graph
   NDArray v = values.copy();
   v.attach_grad();
   s_->shape = v.shape();

@@ -42,28 +42,34 @@ bool is_recording();
 // use the RAII scopes, e.g. JavaScript's nd.autograd.record(fn)).
 bool set_recording(bool on);
 
-// RAII scope: records on this thread while alive; restores the previous state when destroyed.
-class Record {
+}  // namespace autograd
+
+namespace detail {
+// Sets this thread's recording flag for its lifetime, then restores the previous state.
+class RecordingScope {
  public:
-  Record() : prev_(set_recording(true)) {}
-  ~Record() { set_recording(prev_); }
-  Record(const Record&) = delete;
-  Record& operator=(const Record&) = delete;
+  explicit RecordingScope(bool on) : prev_(autograd::set_recording(on)) {}
+  ~RecordingScope() { autograd::set_recording(prev_); }
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
 
  private:
   bool prev_;
 };
+}  // namespace detail
+
+namespace autograd {
+
+// RAII scope: records on this thread while alive; restores the previous state when destroyed.
+class Record : detail::RecordingScope {
+ public:
+  Record() : RecordingScope(true) {}
+};
 
 // RAII scope: stops recording on this thread while alive (e.g. to evaluate inside a Record).
-class Pause {
+class Pause : detail::RecordingScope {
  public:
-  Pause() : prev_(set_recording(false)) {}
-  ~Pause() { set_recording(prev_); }
-  Pause(const Pause&) = delete;
-  Pause& operator=(const Pause&) = delete;
-
- private:
-  bool prev_;
+  Pause() : RecordingScope(false) {}
 };
 
 // Runs f() while recording and returns what it returns.
