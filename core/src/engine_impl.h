@@ -257,8 +257,10 @@ class EngineImpl {
   void run_wait(OprBlock* op);
   static void run_deleter(OpFunction& on_delete);
   static void take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes);
-  // Takes `bytes` off the in-flight count and wakes pushers blocked by the byte bound.
+  // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
   void release_inflight(std::size_t bytes);
+  // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
+  void notify_done_waiters();
   void run_naive(OprBlock* op);
 
   // Errors.

@@ -208,8 +208,9 @@ class Engine {
   // array dropped before the op that computes it ran counts under both, so the bound errs on the
   // safe side). An op larger than the bound still runs when nothing else is in flight. Arrays
   // still held by handles are not in flight: peak memory is about what the program holds, plus
-  // the bound, plus the output of the op being pushed. 0 = no bound. Takes effect for the next
-  // push.
+  // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
+  // work is down to about half of each bound set (or everything finished), then pushes on: fewer
+  // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   std::size_t max_inflight_ops() const;
   std::size_t max_inflight_bytes() const;
