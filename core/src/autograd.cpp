@@ -19,7 +19,9 @@ thread_local bool t_recording = false;
 
 namespace {
 
-bool needs_grad(const AutogradInfo& ag) { return ag.node || ag.requires_grad || ag.graph_freed; }
+bool needs_grad(const AutogradInfo* ag) {
+  return ag && (ag->node || ag->requires_grad || ag->graph_freed);
+}
 
 }  // namespace
 
@@ -28,7 +30,7 @@ Node::~Node() {
   const auto release = [&pending](std::vector<NDArray>& ins) {
     for (NDArray& in : ins) {
       // The last handle to an array: its node would die with it, recursively. Take it instead.
-      if (in.defined() && in.sole_autograd_owner()) {
+      if (in.defined() && in.sole_autograd_owner() && in.autograd_info_if_any()) {
         std::shared_ptr<Node>& n = in.autograd_info().node;
         if (n && n.use_count() == 1) pending.push_back(std::move(n));
       }
@@ -48,7 +50,7 @@ NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> 
   auto node = std::make_shared<Node>();
   bool any = false;
   for (const NDArray* in : inputs) {
-    const bool need = needs_grad(in->autograd_info());
+    const bool need = needs_grad(in->autograd_info_if_any());
     any = any || need;
     node->inputs.push_back(*in);
     node->needs.push_back(need ? 1 : 0);
@@ -64,7 +66,8 @@ NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> 
 
 void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other) {
   if (!t_recording) return;
-  if (needs_grad(target.autograd_info()) || (other && needs_grad(other->autograd_info())))
+  if (needs_grad(target.autograd_info_if_any()) ||
+      (other && needs_grad(other->autograd_info_if_any())))
     throw Error(std::string(op) + ": in-place update of an array that autograd is recording (" +
                 shape_str(target.shape()) +
                 "); autograd cannot differentiate it: compute a new array instead (y = y + x)");
@@ -90,11 +93,11 @@ void NDArray::attach_grad() {
 NDArray NDArray::grad() const {
   static const char* kOp = "grad";
   detail::check_defined(kOp, *this);
-  const detail::AutogradInfo& ag = autograd_info();
-  if (!ag.requires_grad)
+  const detail::AutogradInfo* ag = autograd_info_if_any();
+  if (!ag || !ag->requires_grad)
     throw Error(std::string(kOp) + ": the array " + shape_str(shape_) +
                 " has no gradient: call attach_grad() on it before recording");
-  return ag.grad;
+  return ag->grad;
 }
 
 void NDArray::backward() const { autograd::backward(*this); }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
 
 #include "asyncnd/detail/backend.h"
@@ -20,8 +21,10 @@ struct Chunk {
   std::size_t bytes = 0;
   Device device;
   Backend* backend = nullptr;
-  // Autograd state of the array that owns this chunk (a reshaped view has its own).
-  AutogradInfo ag;
+  // Autograd state of the array that owns this chunk (a reshaped view has its own), made on first
+  // use: arrays that autograd never sees (most of them) pay one null pointer.
+  std::atomic<AutogradInfo*> ag{nullptr};
+  AutogradInfo& autograd();
 
   // Allocates `bytes` on `device` through its backend and counts them in the engine's stats.
   // Throws asyncnd::Error naming `op` if the device does not exist or the allocation fails.

@@ -64,7 +64,17 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
   }
 }
 
+AutogradInfo& Chunk::autograd() {
+  AutogradInfo* p = ag.load(std::memory_order_acquire);
+  if (p) return *p;
+  auto fresh = std::make_unique<AutogradInfo>();
+  // Two threads may look at a shared input at once while recording: the first one's info wins.
+  if (ag.compare_exchange_strong(p, fresh.get(), std::memory_order_acq_rel)) return *fresh.release();
+  return *p;
+}
+
 Chunk::~Chunk() {
+  delete ag.load(std::memory_order_acquire);  // (Node's destructor unwinds long graphs)
   Backend* be = backend;
   float* p = data;
   const std::size_t n = bytes;
@@ -207,7 +217,12 @@ NDArray NDArray::reshape(Shape shape) const {
 
 detail::AutogradInfo& NDArray::autograd_info() const {
   detail::check_defined("autograd", *this);
-  return view_ag_ ? *view_ag_ : chunk_->ag;
+  return view_ag_ ? *view_ag_ : chunk_->autograd();
+}
+
+const detail::AutogradInfo* NDArray::autograd_info_if_any() const {
+  if (view_ag_) return view_ag_.get();
+  return chunk_ ? chunk_->ag.load(std::memory_order_acquire) : nullptr;
 }
 
 NDArray NDArray::transpose() const { return nd::transpose(*this); }

@@ -115,6 +115,8 @@ class NDArray {
   const std::shared_ptr<detail::Chunk>& chunk() const { return chunk_; }
   // Internal: this array's autograd state (in its chunk, or its own for a reshaped view).
   detail::AutogradInfo& autograd_info() const;
+  // Internal: the same, or null when autograd never touched this array (allocates nothing).
+  const detail::AutogradInfo* autograd_info_if_any() const;
   // Internal: true when no other handle shares this array's autograd state.
   bool sole_autograd_owner() const {
     return view_ag_ ? view_ag_.use_count() == 1 : chunk_.use_count() == 1;
