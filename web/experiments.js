@@ -254,9 +254,8 @@
       nd.seed(1);
       nd.engine.setMaxInflight(mode.key === 'bound' ? { ops: 0, bytes: boundBytes } : { ops: 0, bytes: 0 });
       const net = make(nd.nn.Sequential);
-      net.add(make(nd.nn.Dense, 2048, 'relu'));
-      net.add(make(nd.nn.Dense, 512, 'relu'));
-      net.add(make(nd.nn.Dense, 1));
+      const layers = [make(nd.nn.Dense, 2048, 'relu'), make(nd.nn.Dense, 512, 'relu'), make(nd.nn.Dense, 1)];
+      layers.forEach((l) => net.add(l));
       const loss = make(nd.nn.L2Loss);
       const params = typeof net.parameters === 'function' ? net.parameters() : net.parameters;
       const trainer = make(nd.nn.SGD, params, 0.005);
@@ -303,8 +302,9 @@
       const peak = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
       out.series.push({ key: mode.key, label: mode.label, samples, pushedS, totalS,
                         perBatchS: totalS / batches, peakBytes: peak, batchEnds });
-      for (const p of params && params[Symbol.iterator] ? params : []) {
-        if (p && typeof p.delete === 'function') p.delete();
+      // Every nn handle: the parameters' memory goes with the last one (network, layers, trainer).
+      for (const o of [...(params && params[Symbol.iterator] ? params : []), ...layers, net, trainer, loss]) {
+        if (o && typeof o.delete === 'function') o.delete();
       }
     });
     nd.engine.setMaxInflight(ctx.bound);
