@@ -262,7 +262,8 @@
       // One whole training step outside the measurement and outside any tidy scope (as the native
       // demo does): deferred parameters and gradients are created here and must outlive it.
       const warm = [nd.random.normal([batch, 512]), nd.ones([batch])];
-      warm.push(nd.autograd.record(() => apply(loss, apply(net, warm[0]), warm[1])));
+      // (tidy: the network's output is an intermediate; the recorded graph keeps what it needs)
+      warm.push(nd.tidy(() => nd.autograd.record(() => apply(loss, apply(net, warm[0]), warm[1]))));
       warm.push(nd.ones(warm[2].shape));
       warm[2].backward(warm[3]);
       trainer.step(batch);

@@ -54,10 +54,6 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
         op, [=] { backend->sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n); }, out,
         {&a, &b});
   }
-  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
-  detail::push_op(
-      op, [=] { backend->sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n); }, out,
-      {&a, &b});
   detail::GradAttrs at;
   at.trans_a = ta;
   at.trans_b = tb;
