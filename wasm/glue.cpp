@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <emscripten/em_asm.h>
+#include <emscripten/heap.h>
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
@@ -367,6 +368,8 @@ val stats() {
         o.set("bytesPeak", static_cast<double>(s.bytes_peak));
         o.set("liveArrays", g_live);
         o.set("liveNnObjects", nn_live_objects());
+        // The WebAssembly memory's size: it grows on demand and never shrinks.
+        o.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
         o.set("workers", engine().num_workers());
         val devices = val::array();
         for (const DeviceStats& d : s.devices) {
