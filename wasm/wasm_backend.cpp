@@ -28,7 +28,7 @@ class WasmCpuBackend final : public Backend {
     void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
     if (!p) {
       throw Error("alloc: out of WebAssembly memory for " + std::to_string(bytes) +
-                  " bytes (the module's heap is limited to 4 GiB)");
+                  " bytes (the module's heap is limited to 2 GiB)");
     }
     return p;
   }

@@ -277,19 +277,27 @@
         samples.push({ t: now() - t0, bytes: s.bytesInUse - base, pending: s.pending });
       };
       const batchEnds = [];
-      for (let b = 0; b < batches; ++b) {
-        nd.tidy(() => {
-          const X = nd.random.normal([batch, 512]);
-          const y = nd.ones([batch]);  // the chapter's labels: np.ones((batch_size,))
-          const l = nd.autograd.record(() => apply(loss, apply(net, X), y));
-          sample();  // the forward pass queued: what a batch holds in flight
-          if (mode.key === 'sync') l.mean().item();  // the synchronising read
-          l.backward(nd.ones(l.shape));  // the loss has one value per example
-          trainer.step(batch);
-        });
-        batchEnds.push(now() - t0);
-        sample();
-        ctx.progress((mi + (b + 1) / batches) / modes.length, `${mode.label}: batch ${b + 1}/${batches}`);
+      // Unbounded, the queue can outgrow the module's 2 GiB: the allocation throws an Error at
+      // the call; the run stops there, drains, and reports it (the engine keeps working).
+      let error = null, batchesDone = 0;
+      try {
+        for (let b = 0; b < batches; ++b) {
+          nd.tidy(() => {
+            const X = nd.random.normal([batch, 512]);
+            const y = nd.ones([batch]);  // the chapter's labels: np.ones((batch_size,))
+            const l = nd.autograd.record(() => apply(loss, apply(net, X), y));
+            sample();  // the forward pass queued: what a batch holds in flight
+            if (mode.key === 'sync') l.mean().item();  // the synchronising read
+            l.backward(nd.ones(l.shape));  // the loss has one value per example
+            trainer.step(batch);
+          });
+          batchesDone = b + 1;
+          batchEnds.push(now() - t0);
+          sample();
+          ctx.progress((mi + (b + 1) / batches) / modes.length, `${mode.label}: batch ${b + 1}/${batches}`);
+        }
+      } catch (e) {
+        error = e.message;
       }
       const pushedS = now() - t0;
       // Drain while sampling: the memory held by the queued batches goes as they finish.
@@ -297,12 +305,17 @@
         sleepMs(2);
         sample();
       }
-      nd.waitAll();
+      try {
+        nd.waitAll();
+      } catch (e) {
+        error = error || e.message;
+      }
       const totalS = now() - t0;
       sample();
       const peak = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
       out.series.push({ key: mode.key, label: mode.label, samples, pushedS, totalS,
-                        perBatchS: totalS / batches, peakBytes: peak, batchEnds });
+                        perBatchS: totalS / Math.max(1, batchesDone), peakBytes: peak, batchEnds,
+                        batchesDone, error });
       // Every nn handle: the parameters' memory goes with the last one (network, layers, trainer).
       for (const o of [...(params && params[Symbol.iterator] ? params : []), ...layers, net, trainer, loss]) {
         if (o && typeof o.delete === 'function') o.delete();

@@ -173,9 +173,11 @@ export const PANELS = [
           })),
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
-        text: by.none && by.sync
+        text: (by.none && by.sync
           ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
-          : '',
+          : '') + r.series.filter((s) => s.error).map((s) =>
+          ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}` +
+          (/out of WebAssembly memory/.test(s.error) ? ' (the module’s memory is limited to 2 GiB).' : '')).join(''),
       };
     },
   },

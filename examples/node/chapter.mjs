@@ -227,7 +227,7 @@ nd.seed(42);
   console.log('  Without a read the frontend queues every batch at once and each holds its activations\n' +
               '  until the workers reach it; the bound makes the pushes wait instead.');
   if (b.error) {
-    console.log('  Unbounded, the queue outgrew the 4 GiB a WebAssembly module can address: the allocation\n' +
+    console.log('  Unbounded, the queue outgrew the module\'s 2 GiB of WebAssembly memory: the allocation\n' +
                 '  failed with an Error, the loop stopped, and the engine kept working (runs (a), (c) and\n' +
                 '  what follows use it).');
   }

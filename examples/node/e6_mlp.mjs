@@ -8,7 +8,7 @@
 // Measured: the engine's peak bytes (stats().bytesPeak after resetPeak(), parameters and
 // gradients included), the process RSS and the wasm memory size at their largest during the run,
 // the mean time between two batches handed out, and the total time to waitAll.
-// An allocation past the wasm memory's 4 GiB limit is an Error thrown at the call that needed
+// An allocation past the wasm memory's 2 GiB limit is an Error thrown at the call that needed
 // it: the run stops there and reports it (error, batchesDone), and the engine keeps working.
 
 export const E6_DEFAULTS = { batches: 100, batchSize: 1024, features: 512, lr: 0.005 };

@@ -218,3 +218,17 @@ test('errors from autograd and nn are JS Errors with the message from C++', asyn
   t.delete();
   s.delete();
 });
+
+test('running out of WebAssembly memory is an Error at the call; training goes on', async () => {
+  const nd = await loading;
+  // 2.4 GB: more than the module's 2 GiB limit.
+  assert.throws(() => nd.zeros([600, 1000, 1000]), /alloc: out of WebAssembly memory for 2400000000 bytes/);
+  const d = nd.nn.Dense(1, '', { inUnits: 2 });
+  nd.tidy(() => {
+    const X = nd.ones([4, 2]);
+    const l = nd.autograd.record(() => nd.nn.L2Loss().forward(d.forward(X), nd.zeros([4])));
+    l.backward(nd.ones([4]));
+    assert.deepEqual(d.weight.grad().shape, [1, 2]);
+  });
+  d.delete();
+});
