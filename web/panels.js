@@ -176,8 +176,7 @@ export const PANELS = [
         text: (by.none && by.sync
           ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
           : '') + r.series.filter((s) => s.error).map((s) =>
-          ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}` +
-          (/out of WebAssembly memory/.test(s.error) ? ' (the module’s memory is limited to 2 GiB).' : '')).join(''),
+          ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}.`).join(''),
       };
     },
   },
