@@ -65,7 +65,7 @@ wasm: setup
 test-wasm: wasm
 	cd wasm && node --test test/*.test.js
 	cd wasm && ASYNCND_TEST_THREADS=1 node --test test/api.test.js test/async.test.js \
-	  test/errors.test.js test/memory.test.js
+	  test/errors.test.js test/memory.test.js test/autograd.test.js
 
 test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=thread -S . -B build-tsan

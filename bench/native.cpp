@@ -24,6 +24,8 @@
 #define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
 #endif
 
+#include "../examples/cpp/e6_mlp.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -317,6 +319,37 @@ void bench_e1() {
   record("e1_engine_sync_s", median(sync), "wait_to_read after every op (NumPy-style, float32)");
 }
 
+// ---- E6 ------------------------------------------------------------------------------------
+// The chapter's MLP, 100 batches, trained three ways (examples/cpp/e6_mlp.h). Repeats are
+// interleaved (sync, nosync, bounded, sync, ...) so that every mode sees the same machine; each
+// figure is the median over the repeats.
+void bench_e6() {
+  heading("E6: the chapter's MLP, 100 batches of 1024x512, sync / nosync / bounded");
+  const int kReps = 3;
+  e6::Config cfg;
+  cfg.bound_bytes = e6::default_bound_bytes();
+  const e6::Mode modes[] = {e6::Mode::kSync, e6::Mode::kNoSync, e6::Mode::kBounded};
+  std::vector<double> total[3], peak[3], rss[3], batch[3];
+  for (int r = 0; r < kReps; ++r) {
+    for (int m = 0; m < 3; ++m) {
+      const e6::Result res = e6::run(modes[m], cfg);
+      e6::print(res);
+      total[m].push_back(res.total_s);
+      peak[m].push_back(res.engine_peak_mb);
+      rss[m].push_back(res.rss_peak_mb);
+      batch[m].push_back(res.per_batch_ms);
+    }
+  }
+  for (int m = 0; m < 3; ++m) {
+    const std::string k = std::string("e6_") + e6::mode_name(modes[m]);
+    record(k + "_s", median(total[m]), "total time, first batch handed out to waitall");
+    record(k + "_peak_mb", median(peak[m]), "engine bytes in use at peak (MB)");
+    record(k + "_rss_peak_mb", median(rss[m]), "process RSS at peak during the run (MB)");
+    record(k + "_batch_ms", median(batch[m]), "time between two batches handed out (ms)");
+  }
+  record("e6_bound_mb", cfg.bound_bytes / 1e6, "the in-flight byte bound of the bounded runs (MB)");
+}
+
 std::filesystem::path default_out() { return bench_dir() + "/results/native.json"; }
 
 // Runs the chapter's E1 in NumPy. Done first, before the engine starts, so that no engine or
@@ -467,6 +500,7 @@ int main(int argc, char** argv) {
 #endif
     bench_portable_sgemm();
     bench_e1();
+    bench_e6();
   } catch (const std::exception& e) {
     // Write what was measured anyway; check-targets reports the rest as missing.
     std::fprintf(stderr, "bench_native: stopped by an error: %s\n", e.what());

@@ -74,6 +74,23 @@ TEST_CASE("device functors: the MapFn dispatch gives each functor's result bit f
   check_unary(k::ReluOp{}, "relu");
   check_unary(k::SigmoidOp{}, "sigmoid");
   check_unary(k::TanhOp{}, "tanh");
+  // The autograd and nn helpers: binary form only (they are never bound to a scalar).
+  const auto check_helper = [](auto f, const char* name) {
+    INFO(name);
+    const auto m = k::describe(f);
+    CHECK(m.form == detail::MapForm::kBinary);
+    int bad = 0;
+    const auto v = probe_values();
+    for (float a : v)
+      for (float b : v)
+        if (!same(k::apply_map(m, a, b), f(a, b))) ++bad;
+    CHECK(bad == 0);
+  };
+  check_helper(k::ReluGradOp{}, "relu_grad");
+  check_helper(k::EqMaskOp{}, "eq_mask");
+  check_helper(k::FirstOp{}, "first");
+  check_helper(k::SecondOp{}, "second");
+  check_helper(k::SgdOp{0.005f}, "sgd");
   for (float e : {0.5f, 3.0f, -1.5f}) {
     const k::PowScalarOp f{e};
     const auto m = k::describe(f);

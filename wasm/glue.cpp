@@ -1,6 +1,7 @@
 // The JavaScript API's C++ side (see glue.h): the handle table, the error protocol, and the
 // non-blocking read that notifies the JavaScript thread.
 #include "glue.h"
+#include "glue_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <emscripten/em_asm.h>
+#include <emscripten/heap.h>
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
@@ -50,18 +52,27 @@ void finish_gate(std::map<int, Gate>::iterator it) {
   c.done();
 }
 
-// Runs f; on an exception stores its message and returns `fail`.
-template <class F, class R>
-R guarded(F&& f, R fail) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    g_error = e.what();
-  } catch (...) {
-    g_error = "asyncnd: unknown C++ exception";
+enum Unary { kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh };
+enum Binary { kAdd, kSub, kMul, kDiv, kPow };
+constexpr int kScalarLeft = 16;  // scalar(code + kScalarLeft): s op a
+enum Reduce { kSum, kMean, kMax, kNorm };
+
+NDArray apply_binary(int code, const NDArray& a, const NDArray& b) {
+  switch (code) {
+    case kAdd: return nd::add(a, b);
+    case kSub: return nd::sub(a, b);
+    case kMul: return nd::mul(a, b);
+    case kDiv: return nd::div(a, b);
+    case kPow: return nd::pow(a, b);
   }
+  throw Error("binary: unknown op code " + std::to_string(code));
+}
+
+}  // namespace
+
+void store_error(std::string message) {
+  g_error = std::move(message);
   g_has_error = true;
-  return fail;
 }
 
 int put(NDArray a) {
@@ -86,12 +97,7 @@ const NDArray& get(int h) {
   return g_slots[static_cast<std::size_t>(h)];
 }
 
-template <class F>
-int make(F&& f) {
-  return guarded([&] { return put(f()); }, -1);
-}
-
-Shape to_shape(const val& v, const char* op, bool allow_minus_one = false) {
+Shape to_shape(const val& v, const char* op, bool allow_minus_one) {
   if (!v.isArray()) throw Error(std::string(op) + ": shape must be an array of integers");
   const unsigned n = v["length"].as<unsigned>();
   Shape s;
@@ -108,24 +114,6 @@ Shape to_shape(const val& v, const char* op, bool allow_minus_one = false) {
   }
   return s;
 }
-
-enum Unary { kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh };
-enum Binary { kAdd, kSub, kMul, kDiv, kPow };
-constexpr int kScalarLeft = 16;  // scalar(code + kScalarLeft): s op a
-enum Reduce { kSum, kMean, kMax, kNorm };
-
-NDArray apply_binary(int code, const NDArray& a, const NDArray& b) {
-  switch (code) {
-    case kAdd: return nd::add(a, b);
-    case kSub: return nd::sub(a, b);
-    case kMul: return nd::mul(a, b);
-    case kDiv: return nd::div(a, b);
-    case kPow: return nd::pow(a, b);
-  }
-  throw Error("binary: unknown op code " + std::to_string(code));
-}
-
-}  // namespace
 
 int init(int threads) {
   return guarded(
@@ -379,6 +367,9 @@ val stats() {
         o.set("bytesInUse", static_cast<double>(s.bytes_in_use));
         o.set("bytesPeak", static_cast<double>(s.bytes_peak));
         o.set("liveArrays", g_live);
+        o.set("liveNnObjects", nn_live_objects());
+        // The WebAssembly memory's size: it grows on demand and never shrinks.
+        o.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
         o.set("workers", engine().num_workers());
         val devices = val::array();
         for (const DeviceStats& d : s.devices) {
@@ -402,6 +393,15 @@ int set_max_inflight(double ops, double bytes) {
                       std::to_string(ops) + " bytes=" + std::to_string(bytes));
         }
         engine().set_max_inflight(static_cast<std::size_t>(ops), static_cast<std::size_t>(bytes));
+        return 0;
+      },
+      -1);
+}
+
+int reset_peak() {
+  return guarded(
+      [] {
+        engine().reset_peak_bytes();
         return 0;
       },
       -1);

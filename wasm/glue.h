@@ -85,6 +85,37 @@ int profiler_start();
 std::string profiler_stop();
 val profiler_events();
 
+// Resets the engine's peak bytes (stats().bytesPeak) to the bytes in use now.
+int reset_peak();
+
+// Autograd (glue_nn.cpp). Recording is per thread: the JavaScript thread's flag.
+bool set_recording(bool on);  // returns the previous state
+bool is_recording();
+int attach_grad(int h);                            // 0 or -1
+int grad(int h);                                   // a new handle to h's gradient buffer
+int backward(int h, int head, bool retain_graph);  // head < 0: none (h must have one element)
+
+// nn objects (glue_nn.cpp): ids in their own table; nn_release(id) drops the JS handle only.
+int nn_dense(double units, std::string activation, bool use_bias, double in_units, int init_kind,
+             float init_scale);  // init_kind: 0 uniform(scale), 1 normal(scale), 2 xavier
+int nn_sequential();
+int nn_add(int seq, int block);
+int nn_size(int seq);
+int nn_forward(int block, int x);           // an array handle (recorded inside a recording)
+val nn_parameters(int block);               // a JS array of new Parameter ids, or null
+int nn_dense_param(int dense, bool bias);   // a new Parameter id; -2 when there is no bias
+val nn_param_info(int param);               // { name, shape, initialized } or null
+int nn_param_data(int param);               // array handles
+int nn_param_grad(int param);
+int nn_param_set_data(int param, int h);
+int nn_relu(int h);
+int nn_l2loss(float weight, int pred, int label);
+int nn_sgd(val params, float lr);           // params: a JS array of Parameter ids
+int nn_sgd_step(int sgd, double batch_size);
+int nn_sgd_set_lr(int sgd, float lr);
+void nn_release(int id);
+int nn_live_objects();
+
 // For tests and benchmarks.
 // An op that reads h and fails at run time with `message` (its output is poisoned).
 int failing_op(int h, std::string message);

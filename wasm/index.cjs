@@ -18,6 +18,8 @@ const SCALAR_LEFT = 16;
 const REDUCE = { sum: 0, mean: 1, max: 2, norm: 3 };
 const MAX_THREADS = 64;
 
+const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
+
 function defaultThreads() {
   let hw = 2;
   if (isNode) {
@@ -44,14 +46,17 @@ function makeApi(M, threads) {
 
   // The safety net for arrays nobody deleted: their handle goes when the wrapper is collected.
   const registry = new FinalizationRegistry((h) => M.release(h));
+  const objectRegistry = new FinalizationRegistry((id) => M.nnRelease(id));
   const scopes = [];  // nd.tidy: one Set of arrays per open scope
 
   class NDArray {
-    constructor(h) {
+    // scoped = false: the array belongs to another one (x.grad), never to a tidy scope.
+    constructor(h, scoped = true) {
       this._h = h;
       this._shape = null;
+      this._grad = null;
       registry.register(this, h, this);
-      if (scopes.length) scopes[scopes.length - 1].add(this);
+      if (scoped && scopes.length) scopes[scopes.length - 1].add(this);
     }
     _handle(op) {
       if (this._h < 0) throw new Error(`${op}: the array was deleted`);
@@ -77,6 +82,33 @@ function makeApi(M, threads) {
       M.release(this._h);
       this._h = -1;
       for (const s of scopes) s.delete(this);
+      if (this._grad) this._grad.delete();
+      this._grad = null;
+    }
+
+    // Autograd. Marks this array as a leaf whose gradient backward() computes, with a fresh
+    // gradient of zeros (queued). Throws for an array computed while recording.
+    attachGrad() {
+      check(M.attachGrad(this._handle('attachGrad')));
+      if (this._grad) this._grad.delete();  // the old buffer is no longer this array's gradient
+      this._grad = null;
+    }
+    // The gradient buffer (backward writes into it): one NDArray per array, owned by it (deleted
+    // with it, never by a tidy scope). Throws if attachGrad() was never called.
+    get grad() {
+      if (this._grad === null || this._grad._h < 0) {
+        this._grad = new NDArray(check(M.grad(this._handle('grad'))), false);
+      }
+      return this._grad;
+    }
+    // Queues the gradients of this array with respect to every attached leaf it was recorded
+    // from, then frees the recorded graph; returns at once. Without headGrad the array must have
+    // one element; headGrad (dL/dthis) has this array's shape. { retainGraph: true } keeps the
+    // graph for another backward.
+    backward(headGrad, { retainGraph = false } = {}) {
+      const h = this._handle('backward');
+      const head = headGrad === undefined || headGrad === null ? -1 : asArray(headGrad, 'backward');
+      check(M.backward(h, head, !!retainGraph));
     }
 
     add(o) { return binary('add', this, o); }
@@ -362,7 +394,12 @@ function makeApi(M, threads) {
       return x;
     },
 
+    autograd: null,  // below
+    nn: null,
+
     engine: {
+      // Resets stats().bytesPeak to the bytes in use now (to measure one run's peak).
+      resetPeak() { check(M.resetPeak()); },
       // pushed, finished, pending, inflightBytes, liveVars, bytesInUse, bytesPeak, liveArrays,
       // workers, devices[].
       stats() {
@@ -408,6 +445,238 @@ function makeApi(M, threads) {
       coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), n)),
     },
   };
+  nd.autograd = makeAutograd();
+  nd.nn = makeNN();
+
+  function makeAutograd() {
+    // Runs fn with this thread's recording flag set to `on`, then restores it (fn must be
+    // synchronous: the flag is the JavaScript thread's, and an await would leak it).
+    function withRecording(on, fn, op) {
+      if (typeof fn !== 'function') throw new TypeError(`${op}: expected a function`);
+      const prev = M.setRecording(on);
+      let result;
+      try {
+        result = fn();
+      } finally {
+        M.setRecording(prev);
+      }
+      if (result && typeof result.then === 'function') {
+        throw new Error(`${op}: fn returned a Promise; recording is synchronous (await outside it)`);
+      }
+      return result;
+    }
+    return {
+      // Runs fn while recording the ops on arrays that need gradients; returns what fn returns.
+      record: (fn) => withRecording(true, fn, 'autograd.record'),
+      // Runs fn without recording (inside a record scope).
+      pause: (fn) => withRecording(false, fn, 'autograd.pause'),
+      isRecording: () => M.isRecording(),
+      backward: (y, headGrad, options) => {
+        if (!(y instanceof NDArray)) throw new TypeError('autograd.backward: expected an NDArray');
+        y.backward(headGrad, options);
+      },
+    };
+  }
+
+  function makeNN() {
+    // nn objects live in C++ (glue_nn.cpp) behind ids; a JS object holds one id. delete() drops
+    // that handle only: what a network or trainer still uses stays alive in C++ until its last
+    // handle goes. tidy never deletes nn objects (they outlive the training loop's scopes).
+    class NnObject {
+      constructor(id) {
+        this._id = check(id);
+        objectRegistry.register(this, this._id, this);
+      }
+      _object(op) {
+        if (this._id < 0) throw new Error(`${op}: the ${this.constructor.name} was deleted`);
+        return this._id;
+      }
+      get isDeleted() { return this._id < 0; }
+      // Releases this handle now. Idempotent. Never blocks.
+      delete() {
+        if (this._id < 0) return;
+        objectRegistry.unregister(this);
+        M.nnRelease(this._id);
+        this._id = -1;
+      }
+    }
+
+    class Parameter extends NnObject {
+      _info() {
+        const i = M.nnParamInfo(this._object('Parameter'));
+        if (i === null) throw new Error(M.takeError());
+        return i;
+      }
+      get name() { return this._info().name; }
+      // Dimensions still unknown (deferred initialisation) are 0.
+      get shape() { return this._info().shape; }
+      get initialized() { return this._info().initialized; }
+      // The values / the gradient: a new NDArray handle that shares the parameter's storage (the
+      // caller owns the handle; tidy may delete it; deleting it never frees the parameter).
+      data() { return wrap(M.nnParamData(this._object('Parameter.data'))); }
+      grad() { return wrap(M.nnParamGrad(this._object('Parameter.grad'))); }
+      setData(x) { check(M.nnParamSetData(this._object('Parameter.setData'), asArray(x, 'Parameter.setData'))); }
+    }
+
+    class Block extends NnObject {
+      // Queues the forward pass (recorded inside nd.autograd.record). Returns a new array.
+      forward(x) { return wrap(M.nnForward(this._object('forward'), asArray(x, 'forward'))); }
+      call(x) { return this.forward(x); }
+      // Every parameter in order (Dense: weight, then bias), as new Parameter handles.
+      parameters() {
+        const ids = M.nnParameters(this._object('parameters'));
+        if (ids === null) throw new Error(M.takeError());
+        return ids.map((id) => new Parameter(id));
+      }
+    }
+
+    const INIT = { uniform: 0, normal: 1, xavier: 2 };
+    class Dense extends Block {
+      // activation: '' (none), 'relu', 'sigmoid', 'tanh'. options: useBias (true), inUnits (0:
+      // learnt at the first forward pass), init ('uniform' U(-scale, scale), 'normal' N(0, scale),
+      // 'xavier'), scale (0.07 uniform, 0.01 normal).
+      constructor(units, activation = '', { useBias = true, inUnits = 0, init = 'uniform', scale } = {}) {
+        if (!(init in INIT)) throw new Error(`nn.Dense: init must be 'uniform', 'normal' or 'xavier', got '${init}'`);
+        if (scale === undefined) scale = init === 'normal' ? 0.01 : 0.07;
+        super(M.nnDense(units, String(activation || ''), !!useBias, inUnits, INIT[init], scale));
+        this._params = null;
+      }
+      _param(bias) {
+        if (this._params === null) this._params = {};
+        const key = bias ? 'bias' : 'weight';
+        const p = this._params[key];
+        if (p === undefined || (p !== null && p.isDeleted)) {
+          const id = M.nnDenseParam(this._object(`Dense.${key}`), bias);
+          this._params[key] = id === -2 ? null : new Parameter(id);  // -2: no bias
+        }
+        return this._params[key];
+      }
+      // This layer's Parameters (owned by the layer's handle; null bias when useBias is false).
+      get weight() { return this._param(false); }
+      get bias() { return this._param(true); }
+      delete() {
+        if (this._params) Object.values(this._params).forEach((p) => p && p.delete());
+        this._params = null;
+        super.delete();
+      }
+    }
+
+    class Sequential extends Block {
+      constructor() {
+        super(M.nnSequential());
+        this._children = [];
+      }
+      // Appends blocks; returns this. The network takes the blocks' JS handles: its delete()
+      // deletes them too (the layers themselves are shared, not copied, so a layer added to two
+      // networks keeps working in the other).
+      add(...blocks) {
+        for (const b of blocks) {
+          if (!(b instanceof Block)) throw new TypeError('Sequential.add: expected an nn block (Dense or Sequential)');
+          check(M.nnAdd(this._object('Sequential.add'), b._object('Sequential.add')));
+          this._children.push(b);
+        }
+        return this;
+      }
+      get size() { return check(M.nnSize(this._object('Sequential.size'))); }
+      delete() {
+        const children = this._children;
+        this._children = [];
+        super.delete();
+        children.forEach((b) => b.delete());
+      }
+    }
+
+    // Gluon's L2Loss: 0.5 * weight * (pred - label)^2 averaged over every axis but the first:
+    // one value per example. A plain value (no C++ object): delete() does nothing.
+    class L2Loss {
+      constructor(weight = 1) { this.weight = weight; }
+      forward(pred, label) {
+        return wrap(M.nnL2Loss(this.weight, asArray(pred, 'L2Loss'), asArray(label, 'L2Loss')));
+      }
+      call(pred, label) { return this.forward(pred, label); }
+      delete() {}
+    }
+
+    class SGD extends NnObject {
+      // params: an array of Parameters (or a Block: its parameters). The trainer keeps its own
+      // handles: deleting the Parameter objects afterwards is fine.
+      constructor(params, learningRate) {
+        let owned = null;
+        if (params instanceof Block) params = owned = params.parameters();
+        if (!Array.isArray(params)) throw new TypeError('nn.SGD: params must be an array of Parameters or a Block');
+        const ids = params.map((p) => {
+          if (!(p instanceof Parameter)) throw new TypeError('nn.SGD: params must be Parameters');
+          return p._object('nn.SGD');
+        });
+        try {
+          super(M.nnSgd(ids, learningRate));
+        } finally {
+          if (owned) owned.forEach((p) => p.delete());
+        }
+        this._lr = learningRate;
+      }
+      // Queues w -= lr * grad / batchSize for every parameter; returns at once.
+      step(batchSize) { check(M.nnSgdStep(this._object('SGD.step'), batchSize)); }
+      get learningRate() { return this._lr; }
+      set learningRate(lr) {
+        check(M.nnSgdSetLr(this._object('SGD.learningRate'), lr));
+        this._lr = lr;
+      }
+    }
+
+    // The chapter's data_iter: numBatches batches of X ~ N(0, 1) [batchSize, features] and
+    // y = ones [batchSize], made (queued) when asked for. The caller owns each batch's arrays.
+    // handoutS: seconds from the first next() to each batch handed out.
+    class DataIter {
+      constructor(numBatches = 100, batchSize = 1024, features = 512) {
+        for (const [k, v] of [['numBatches', numBatches], ['batchSize', batchSize], ['features', features]]) {
+          if (!Number.isInteger(v) || v < 1) throw new Error(`nn.DataIter: ${k} must be a positive integer, got ${v}`);
+        }
+        Object.assign(this, { numBatches, batchSize, features, handoutS: [] });
+        this._t0 = null;
+      }
+      // The next batch { X, y }, or null when all were handed out. Never blocks.
+      next() {
+        const t = nowS();
+        if (this._t0 === null) this._t0 = t;
+        if (this.handoutS.length >= this.numBatches) return null;
+        const X = nd.random.normal([this.batchSize, this.features]);
+        let y;
+        try {
+          y = nd.ones([this.batchSize]);
+        } catch (e) {
+          X.delete();
+          throw e;
+        }
+        this.handoutS.push(t - this._t0);
+        return { X, y };
+      }
+      [Symbol.iterator]() {
+        return { next: () => {
+          const b = this.next();
+          return b ? { value: b, done: false } : { value: undefined, done: true };
+        } };
+      }
+    }
+
+    // Both `new nd.nn.Dense(...)` and `nd.nn.Dense(...)` work (instanceof too).
+    const factory = (C) => {
+      const f = function (...args) { return new C(...args); };
+      f.prototype = C.prototype;
+      Object.defineProperty(f, 'name', { value: C.name });
+      return f;
+    };
+    return {
+      Parameter, Block,
+      Dense: factory(Dense),
+      Sequential: factory(Sequential),
+      L2Loss: factory(L2Loss),
+      SGD: factory(SGD),
+      DataIter: factory(DataIter),
+      relu: (x) => wrap(M.nnRelu(asArray(x, 'relu'))),
+    };
+  }
+
   function collect(x, keep) {
     if (x instanceof NDArray) keep.add(x);
     else if (Array.isArray(x)) x.forEach((y) => collect(y, keep));

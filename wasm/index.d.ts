@@ -48,6 +48,127 @@ export interface NDArray {
   item(): number;
   /** Blocking: NumPy-style text, e.g. "[[3, 3]] <NDArray 1x2 cpu(0)>". */
   toString(): string;
+
+  // Autograd.
+  /** Marks this array as a leaf whose gradient backward() computes; gives it a fresh gradient of
+   *  zeros (queued). Throws for an array computed while recording. */
+  attachGrad(): void;
+  /** The gradient buffer (backward writes into it). Owned by this array: deleted with it, never
+   *  by a tidy scope. Throws if attachGrad() was never called. */
+  readonly grad: NDArray;
+  /** Queues the gradients with respect to every attached leaf this array was recorded from, then
+   *  frees the recorded graph (unless retainGraph). Returns at once. Without headGrad the array
+   *  must have one element; headGrad has this array's shape. Throws an Error, queuing nothing,
+   *  for an array that was not recorded or whose graph was freed. */
+  backward(headGrad?: NDArray | null, options?: { retainGraph?: boolean }): void;
+}
+
+/** A handle to a C++ nn object. delete() drops this handle only: the values it refers to stay
+ *  alive while another handle (a network, a trainer, a Parameter) uses them. tidy never deletes
+ *  nn objects. */
+export interface NnObject {
+  readonly isDeleted: boolean;
+  /** Idempotent; never blocks. */
+  delete(): void;
+}
+
+/** A trainable array with a gradient; its data is created at the first forward pass when the
+ *  layer's input size was not given. */
+export interface Parameter extends NnObject {
+  readonly name: string;
+  /** Unknown (deferred) dimensions are 0. */
+  readonly shape: Shape;
+  readonly initialized: boolean;
+  /** A new array handle sharing the values (the caller owns it; tidy may delete it; deleting it
+   *  never frees the parameter). Throws if not initialised yet. */
+  data(): NDArray;
+  /** A new array handle sharing the gradient. Throws if not initialised yet. */
+  grad(): NDArray;
+  /** Replaces the values (same shape) and attaches a fresh gradient. */
+  setData(x: NDArray): void;
+}
+
+export interface Block extends NnObject {
+  /** Queues the forward pass (recorded inside autograd.record); returns a new array. */
+  forward(x: NDArray): NDArray;
+  call(x: NDArray): NDArray;
+  /** Every parameter in order (Dense: weight, bias) as new handles that the caller owns. */
+  parameters(): Parameter[];
+}
+
+export interface Dense extends Block {
+  /** Owned by the layer's handle (deleted with it). */
+  readonly weight: Parameter;
+  /** null when useBias is false. */
+  readonly bias: Parameter | null;
+}
+
+export interface Sequential extends Block {
+  /** Appends blocks and takes their handles (the network's delete() deletes them). */
+  add(...blocks: Block[]): Sequential;
+  readonly size: number;
+}
+
+export interface L2Loss {
+  weight: number;
+  /** 0.5 * weight * (pred - label)^2 averaged over all axes but the first: [batch]. */
+  forward(pred: NDArray, label: NDArray): NDArray;
+  call(pred: NDArray, label: NDArray): NDArray;
+  /** Nothing to free (a plain value). */
+  delete(): void;
+}
+
+export interface SGD extends NnObject {
+  /** Queues w -= learningRate * grad / batchSize for every parameter; returns at once. Throws if
+   *  batchSize <= 0 or a parameter is not initialised. */
+  step(batchSize: number): void;
+  learningRate: number;
+}
+
+export interface Batch { X: NDArray; y: NDArray; }
+
+/** The chapter's data_iter: batches of X ~ N(0, 1) [batchSize, features] and y = ones
+ *  [batchSize], queued when asked for; the caller owns each batch's arrays. */
+export interface DataIter extends Iterable<Batch> {
+  readonly numBatches: number;
+  readonly batchSize: number;
+  readonly features: number;
+  /** Seconds from the first next() to each batch handed out. */
+  readonly handoutS: number[];
+  /** The next batch, or null after numBatches. Never blocks. */
+  next(): Batch | null;
+}
+
+export interface DenseOptions {
+  useBias?: boolean;
+  /** 0 (default): learnt at the first forward pass. */
+  inUnits?: number;
+  /** 'uniform' U(-scale, scale) (default, scale 0.07), 'normal' N(0, scale) (scale 0.01), 'xavier'. */
+  init?: 'uniform' | 'normal' | 'xavier';
+  scale?: number;
+}
+
+/** Constructors callable with or without `new`. */
+type Ctor<A extends any[], T> = { new (...args: A): T; (...args: A): T };
+
+export interface NN {
+  /** activation: '' (none), 'relu', 'sigmoid', 'tanh'. */
+  Dense: Ctor<[units: number, activation?: string, options?: DenseOptions], Dense>;
+  Sequential: Ctor<[], Sequential>;
+  L2Loss: Ctor<[weight?: number], L2Loss>;
+  /** params: Parameters, or a Block (its parameters). The trainer keeps its own references. */
+  SGD: Ctor<[params: Parameter[] | Block, learningRate: number], SGD>;
+  DataIter: Ctor<[numBatches?: number, batchSize?: number, features?: number], DataIter>;
+  relu(x: NDArray): NDArray;
+}
+
+export interface Autograd {
+  /** Runs fn while recording (fn must be synchronous); returns what fn returns. */
+  record<T>(fn: () => T): T;
+  /** Runs fn with recording off. */
+  pause<T>(fn: () => T): T;
+  isRecording(): boolean;
+  backward(y: NDArray, headGrad?: NDArray | null, options?: { retainGraph?: boolean }): void;
 }
 
 export interface DeviceStats { device: string; bytesInUse: number; bytesPeak: number; }
@@ -62,6 +183,10 @@ export interface EngineStats {
   bytesPeak: number;
   /** Arrays (handles) alive in this module instance. */
   liveArrays: number;
+  /** nn handles (layers, parameters, trainers) alive in this module instance. */
+  liveNnObjects: number;
+  /** The WebAssembly memory's size (grows on demand up to 2 GiB, never shrinks). */
+  heapBytes: number;
   workers: number;
   devices: DeviceStats[];
 }
@@ -123,12 +248,18 @@ export interface Asyncnd {
   /** Blocking: waits for everything queued; throws the first failure nobody has seen yet. */
   waitAll(): void;
   /** Runs fn, then deletes the arrays it made except those it returns (also inside arrays or
-   *  plain objects) and those passed to keep(). fn must be synchronous. */
+   *  plain objects) and those passed to keep(). fn must be synchronous. Never deletes nn objects
+   *  (networks, parameters, trainers) nor an array's x.grad (it goes with x). */
   tidy<T>(fn: () => T): T;
   keep<T extends NDArray>(x: T): T;
 
+  autograd: Autograd;
+  nn: NN;
+
   engine: {
     stats(): EngineStats;
+    /** bytesPeak restarts from the bytes in use now. */
+    resetPeak(): void;
     /** Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none. */
     setMaxInflight(bound: { ops?: number; bytes?: number }): void;
   };

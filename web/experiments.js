@@ -254,16 +254,16 @@
       nd.seed(1);
       nd.engine.setMaxInflight(mode.key === 'bound' ? { ops: 0, bytes: boundBytes } : { ops: 0, bytes: 0 });
       const net = make(nd.nn.Sequential);
-      net.add(make(nd.nn.Dense, 2048, 'relu'));
-      net.add(make(nd.nn.Dense, 512, 'relu'));
-      net.add(make(nd.nn.Dense, 1));
+      const layers = [make(nd.nn.Dense, 2048, 'relu'), make(nd.nn.Dense, 512, 'relu'), make(nd.nn.Dense, 1)];
+      layers.forEach((l) => net.add(l));
       const loss = make(nd.nn.L2Loss);
       const params = typeof net.parameters === 'function' ? net.parameters() : net.parameters;
       const trainer = make(nd.nn.SGD, params, 0.005);
       // One whole training step outside the measurement and outside any tidy scope (as the native
       // demo does): deferred parameters and gradients are created here and must outlive it.
       const warm = [nd.random.normal([batch, 512]), nd.ones([batch])];
-      warm.push(nd.autograd.record(() => apply(loss, apply(net, warm[0]), warm[1])));
+      // (tidy: the network's output is an intermediate; the recorded graph keeps what it needs)
+      warm.push(nd.tidy(() => nd.autograd.record(() => apply(loss, apply(net, warm[0]), warm[1]))));
       warm.push(nd.ones(warm[2].shape));
       warm[2].backward(warm[3]);
       trainer.step(batch);
@@ -277,19 +277,27 @@
         samples.push({ t: now() - t0, bytes: s.bytesInUse - base, pending: s.pending });
       };
       const batchEnds = [];
-      for (let b = 0; b < batches; ++b) {
-        nd.tidy(() => {
-          const X = nd.random.normal([batch, 512]);
-          const y = nd.ones([batch]);  // the chapter's labels: np.ones((batch_size,))
-          const l = nd.autograd.record(() => apply(loss, apply(net, X), y));
-          sample();  // the forward pass queued: what a batch holds in flight
-          if (mode.key === 'sync') l.mean().item();  // the synchronising read
-          l.backward(nd.ones(l.shape));  // the loss has one value per example
-          trainer.step(batch);
-        });
-        batchEnds.push(now() - t0);
-        sample();
-        ctx.progress((mi + (b + 1) / batches) / modes.length, `${mode.label}: batch ${b + 1}/${batches}`);
+      // Unbounded, the queue can outgrow the module's 2 GiB: the allocation throws an Error at
+      // the call; the run stops there, drains, and reports it (the engine keeps working).
+      let error = null, batchesDone = 0;
+      try {
+        for (let b = 0; b < batches; ++b) {
+          nd.tidy(() => {
+            const X = nd.random.normal([batch, 512]);
+            const y = nd.ones([batch]);  // the chapter's labels: np.ones((batch_size,))
+            const l = nd.autograd.record(() => apply(loss, apply(net, X), y));
+            sample();  // the forward pass queued: what a batch holds in flight
+            if (mode.key === 'sync') l.mean().item();  // the synchronising read
+            l.backward(nd.ones(l.shape));  // the loss has one value per example
+            trainer.step(batch);
+          });
+          batchesDone = b + 1;
+          batchEnds.push(now() - t0);
+          sample();
+          ctx.progress((mi + (b + 1) / batches) / modes.length, `${mode.label}: batch ${b + 1}/${batches}`);
+        }
+      } catch (e) {
+        error = e.message;
       }
       const pushedS = now() - t0;
       // Drain while sampling: the memory held by the queued batches goes as they finish.
@@ -297,14 +305,20 @@
         sleepMs(2);
         sample();
       }
-      nd.waitAll();
+      try {
+        nd.waitAll();
+      } catch (e) {
+        error = error || e.message;
+      }
       const totalS = now() - t0;
       sample();
       const peak = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
       out.series.push({ key: mode.key, label: mode.label, samples, pushedS, totalS,
-                        perBatchS: totalS / batches, peakBytes: peak, batchEnds });
-      for (const p of params && params[Symbol.iterator] ? params : []) {
-        if (p && typeof p.delete === 'function') p.delete();
+                        perBatchS: totalS / Math.max(1, batchesDone), peakBytes: peak, batchEnds,
+                        batchesDone, error });
+      // Every nn handle: the parameters' memory goes with the last one (network, layers, trainer).
+      for (const o of [...(params && params[Symbol.iterator] ? params : []), ...layers, net, trainer, loss]) {
+        if (o && typeof o.delete === 'function') o.delete();
       }
     });
     nd.engine.setMaxInflight(ctx.bound);

@@ -158,7 +158,7 @@ export const PANELS = [
              { key: 'boundMB', label: 'bound MB', value: 25.2, min: 1, max: 1024, step: 0.1 }],
     unavailable: (s) => (s.hasNN ? null :
       '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
-      'JavaScript API, which this build of the WebAssembly package does not have (they are being added). ' +
+      'JavaScript API, which this build of the WebAssembly package does not have (rebuild it: make wasm). ' +
       'The panel shows no figures rather than made-up ones; it runs as soon as the module provides them.'),
     render: (r) => {
       const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
@@ -173,9 +173,10 @@ export const PANELS = [
           })),
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
-        text: by.none && by.sync
+        text: (by.none && by.sync
           ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
-          : '',
+          : '') + r.series.filter((s) => s.error).map((s) =>
+          ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}.`).join(''),
       };
     },
   },

@@ -199,6 +199,29 @@ heading('E5: 10000 x (y = x + 1) on a [1,2] array, waitToRead each time vs waitA
   record('wasm_e5_sync_min_s', Math.min(...sync), 'fastest synchronous repeat');
 }
 
+// ---- E6 -------------------------------------------------------------------------------------
+{
+  heading('E6  the chapter\'s MLP, 100 batches of 1024x512, 2 workers: read each batch / never / never + bound');
+  // Each mode in a fresh process (examples/node/e6_mlp.mjs): the wasm heap never shrinks, so a
+  // mode run after the unbounded one would show that run's RSS.
+  const { execFileSync } = await import('node:child_process');
+  const runMode = (mode) => JSON.parse(execFileSync(process.execPath,
+    [path.join(root, 'examples', 'node', 'e6_mlp.mjs'), mode, '100', '2'],
+    { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
+  for (const mode of ['sync', 'nosync', 'bounded']) {
+    const r = runMode(mode);
+    const what = { sync: 'l.mean().item() each batch', nosync: 'no read', bounded: `no read, setMaxInflight({ bytes: ${r.boundBytes} })` }[mode];
+    if (r.error) console.log(`  ${mode}: stopped after ${r.batchesDone} of ${r.batches} batches: ${r.error}`);
+    const done = r.error ? `; STOPPED after ${r.batchesDone}/100 batches: ${r.error}` : '';
+    record(`wasm_e6_${mode}_peak_mb`, r.peakBytes / 1e6, `${what}: engine peak bytes (resetPeak before the run; parameters and gradients included)${done}`);
+    record(`wasm_e6_${mode}_s`, r.totalS, `${what}: first batch handed out to waitAll, one run${done}`);
+    record(`wasm_e6_${mode}_rss_peak_mb`, r.rssPeakBytes / 1e6, `${what}: process.memoryUsage().rss, largest sample (after each batch and at the end)`);
+    record(`wasm_e6_${mode}_heap_mb`, r.heapPeakBytes / 1e6, `${what}: the wasm memory's size at the end (it grows, never shrinks)`);
+    record(`wasm_e6_${mode}_batch_ms`, r.batchS * 1e3, `${what}: mean time between two batches handed out`);
+    record(`wasm_e6_${mode}_batches_done`, r.batchesDone, `${what}: batches queued before the run ended${done}`);
+  }
+}
+
 nd1.waitAll();
 nd2.waitAll();
 const result = {

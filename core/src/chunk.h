@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/device.h"
 #include "asyncnd/engine.h"
+#include "autograd_internal.h"
 
 namespace asyncnd {
 namespace detail {
@@ -19,6 +21,10 @@ struct Chunk {
   std::size_t bytes = 0;
   Device device;
   Backend* backend = nullptr;
+  // Autograd state of the array that owns this chunk (a reshaped view has its own), made on first
+  // use: arrays that autograd never sees (most of them) pay one null pointer.
+  std::atomic<AutogradInfo*> ag{nullptr};
+  AutogradInfo& autograd();
 
   // Allocates `bytes` on `device` through its backend and counts them in the engine's stats.
   // Throws asyncnd::Error naming `op` if the device does not exist or the allocation fails.

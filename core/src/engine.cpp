@@ -134,8 +134,8 @@ void Engine::waitall() {
   // waits for the devices themselves. A no-op loop when no device backend is built.
   detail::synchronize_devices();
 }
-void Engine::delete_var(Var v, OpFunction on_delete) {
-  impl_->delete_var(std::move(v), std::move(on_delete));
+void Engine::delete_var(Var v, OpFunction on_delete, std::size_t bytes) {
+  impl_->delete_var(std::move(v), std::move(on_delete), bytes);
 }
 void Engine::set_max_inflight(std::size_t ops, std::size_t bytes) {
   impl_->set_max_inflight(ops, bytes);

@@ -307,14 +307,16 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
   bool orphan_idle;
   OpFunction deleter;
+  std::size_t deleted_bytes = 0;
   {
     std::lock_guard<SpinLock> lk(v->lock);
     if (write) complete_write_locked(v, ready);
     else complete_read_locked(v, ready);
-    take_deleter(v, deleter);
+    take_deleter(v, deleter, deleted_bytes);
     orphan_idle = v->orphaned && v->idle();
   }
   run_deleter(deleter);
+  if (deleted_bytes) release_inflight(deleted_bytes);
   if (orphan_idle) destroy_var(v);
 }
 
@@ -330,11 +332,39 @@ void EngineImpl::complete_read_locked(VarBlock* v, ReadyList& ready) {
 }
 
 // Caller holds v->lock.
-void EngineImpl::take_deleter(VarBlock* v, OpFunction& out) {
+void EngineImpl::take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes) {
   if (v->delete_pending && v->idle()) {
     out = std::move(v->on_delete);
     v->delete_pending = false;
+    bytes = v->delete_bytes;
+    v->delete_bytes = 0;
   }
+}
+
+void EngineImpl::release_inflight(std::size_t bytes) {
+  // The caller (finish, run_wait) wakes the waiters afterwards.
+  inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
+}
+
+void EngineImpl::notify_done_waiters() {
+  if (done_waiters_.load(std::memory_order_seq_cst) == 0) return;
+  const std::uint64_t f = finished_all_.load(std::memory_order_seq_cst);
+  const std::uint64_t p = pushed_all_.load(std::memory_order_seq_cst);
+  bool wake = f >= p;  // waitall may return
+  if (!wake) {
+    // A push blocked by a bound: wake it once in-flight work is down to half of each bound set
+    // (hysteresis). Waking it after every finished op cost a context switch per op on the cores
+    // the ops run on (E6: ~100 wake-ups per batch). No wake-up is lost for good: while anything
+    // is in flight, ops keep finishing, and the last one finds f >= p.
+    const std::size_t mo = max_ops_.load(std::memory_order_relaxed);
+    const std::size_t mb = max_bytes_.load(std::memory_order_relaxed);
+    const std::int64_t now = inflight_bytes_.load(std::memory_order_acquire);
+    wake = (mo == 0 || p - f <= mo / 2) &&
+           (mb == 0 || now <= static_cast<std::int64_t>(mb / 2));
+  }
+  if (!wake) return;
+  std::lock_guard<std::mutex> lk(done_mu_);
+  done_cv_.notify_all();
 }
 
 void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
@@ -492,10 +522,7 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   if (recycle) free_op(op);
   if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
-  if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
-    std::lock_guard<std::mutex> lk(done_mu_);
-    done_cv_.notify_all();
-  }
+  notify_done_waiters();
   dispatch_all(ready);
 }
 
@@ -513,6 +540,7 @@ void EngineImpl::run_wait(OprBlock* op) {
   ReadyList ready;
   complete_access(v, false, ready);
   free_op(op);
+  notify_done_waiters();  // a deletion it released may unblock a bounded push
   dispatch_all(ready);
   // Last: once done is set the waiter may return and its stack, holding s, goes away.
   std::lock_guard<std::mutex> lk(s->mu);
@@ -590,7 +618,7 @@ void EngineImpl::waitall() {
 // ---------------------------------------------------------------------------------------------
 // Deletion
 
-void EngineImpl::delete_var(Var var, OpFunction on_delete) {
+void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
   VarBlock* v = peek(var);
   check_var(v, "delete_var", "the");
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
@@ -606,6 +634,11 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete) {
     if (!now) {
       v->on_delete = std::move(on_delete);
       v->delete_pending = true;
+      // Storage kept alive by queued work counts toward the byte bound until it is freed.
+      if (bytes && max_bytes_.load(std::memory_order_relaxed)) {
+        v->delete_bytes = bytes;
+        inflight_bytes_.fetch_add(static_cast<std::int64_t>(bytes));
+      }
     }
   }
   if (now) run_deleter(on_delete);

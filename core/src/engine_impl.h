@@ -57,6 +57,7 @@ struct VarBlock {
   // Set by delete_var while accesses are queued: on_delete runs when the last one completes.
   bool delete_pending = false;
   OpFunction on_delete;
+  std::size_t delete_bytes = 0;  // counted in inflight_bytes_ until on_delete has run
 
   bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
 
@@ -207,7 +208,7 @@ class EngineImpl {
   static OprBlock* current_async_op();
   void wait_to_read(const Var& v);
   void waitall();
-  void delete_var(Var v, OpFunction on_delete);
+  void delete_var(Var v, OpFunction on_delete, std::size_t bytes);
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   std::size_t max_ops() const { return max_ops_.load(std::memory_order_relaxed); }
   std::size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
@@ -255,7 +256,11 @@ class EngineImpl {
   void run_async(OprBlock* op, int worker, int extra_refs = 0);
   void run_wait(OprBlock* op);
   static void run_deleter(OpFunction& on_delete);
-  static void take_deleter(VarBlock* v, OpFunction& out);
+  static void take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes);
+  // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
+  void release_inflight(std::size_t bytes);
+  // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
+  void notify_done_waiters();
   void run_naive(OprBlock* op);
 
   // Errors.

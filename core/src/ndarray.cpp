@@ -11,6 +11,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
+#include "autograd_internal.h"
 #include "chunk.h"
 #include "ops_common.h"
 
@@ -63,18 +64,31 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
   }
 }
 
+AutogradInfo& Chunk::autograd() {
+  AutogradInfo* p = ag.load(std::memory_order_acquire);
+  if (p) return *p;
+  auto fresh = std::make_unique<AutogradInfo>();
+  // Two threads may look at a shared input at once while recording: the first one's info wins.
+  if (ag.compare_exchange_strong(p, fresh.get(), std::memory_order_acq_rel)) return *fresh.release();
+  return *p;
+}
+
 Chunk::~Chunk() {
+  delete ag.load(std::memory_order_acquire);  // (Node's destructor unwinds long graphs)
   Backend* be = backend;
   float* p = data;
   const std::size_t n = bytes;
   const Device dev = device;
   try {
-    engine().delete_var(std::move(var), [be, p, n, dev] {
-      if (p) {
-        be->free(dev.id, p, n);
-        engine().note_free(dev, n);
-      }
-    });
+    engine().delete_var(
+        std::move(var),
+        [be, p, n, dev] {
+          if (p) {
+            be->free(dev.id, p, n);
+            engine().note_free(dev, n);
+          }
+        },
+        n);
   } catch (...) {
     // Only a broken engine gets here. Freeing now could pull storage from under a queued op;
     // leaking is the safe failure, and a destructor must not throw.
@@ -202,7 +216,20 @@ NDArray NDArray::reshape(Shape shape) const {
   } else if (known != n) {
     throw fail();
   }
-  return NDArray(chunk_, std::move(shape));
+  // A view shares the chunk but is an array of its own for autograd.
+  NDArray view(chunk_, std::move(shape));
+  view.view_ag_ = std::make_shared<detail::AutogradInfo>();
+  return detail::recorded(detail::GradOp::kReshape, std::move(view), {this});
+}
+
+detail::AutogradInfo& NDArray::autograd_info() const {
+  detail::check_defined("autograd", *this);
+  return view_ag_ ? *view_ag_ : chunk_->autograd();
+}
+
+const detail::AutogradInfo* NDArray::autograd_info_if_any() const {
+  if (view_ag_) return view_ag_.get();
+  return chunk_ ? chunk_->ag.load(std::memory_order_acquire) : nullptr;
 }
 
 NDArray NDArray::transpose() const { return nd::transpose(*this); }

@@ -9,6 +9,7 @@
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
 #include "device_ops.h"
+#include "autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "ops_common.h"
 
@@ -137,6 +138,7 @@ NDArray copy_to(const NDArray& a, Device device) {
   detail::check_defined(kOp, a);
   detail::backend_for(device, kOp);  // "copy_to: no device gpu(0): ..." before anything else
   NDArray out = detail::new_array(kOp, a.shape(), device);
+  out = detail::recorded(detail::GradOp::kCopyTo, std::move(out), {&a});
   const std::int64_t n = out.size();
   if (n == 0) return out;
   const float* src = detail::data_of(a);

@@ -1,12 +1,15 @@
 // Elementwise ops with NumPy broadcasting: add, sub, mul, div, pow (array or scalar operand),
-// neg, exp, log, sqrt, relu, sigmoid, tanh, the arithmetic operators and the compound
-// assignments. Each validates at the call, allocates its output and queues one kernel.
+// neg, exp, log, sqrt, relu, sigmoid, tanh, broadcast_to, the arithmetic operators and the
+// compound assignments, and the elementwise helpers of autograd and nn (detail::). Each validates
+// at the call, allocates its output and queues one kernel; the differentiable ones are recorded
+// for autograd.
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "asyncnd/ops.h"
 #include "device_ops.h"
+#include "autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
 #include "ops_common.h"
@@ -161,6 +164,7 @@ void inplace(const char* op, NDArray& target, const NDArray& b, F f) {
   detail::check_defined(op, target);
   detail::check_defined(op, b);
   detail::check_same_device(op, target, b);
+  detail::check_inplace_allowed(op, target, &b);
   if (nd::broadcast_shapes(target.shape(), b.shape(), op) != target.shape())
     throw Error(std::string(op) + ": cannot broadcast " + shape_str(b.shape()) +
                 " into the target's shape " + shape_str(target.shape()));
@@ -172,6 +176,7 @@ void inplace(const char* op, NDArray& target, const NDArray& b, F f) {
 template <class F>
 void inplace_scalar(const char* op, NDArray& target, float v, F f) {
   detail::check_defined(op, target);
+  detail::check_inplace_allowed(op, target, nullptr);
   detail::check_kernels(op, target.device());
   const std::int64_t n = target.size();
   if (n == 0) return;
@@ -203,34 +208,109 @@ NDArray bind_left(const char* op, float v, const NDArray& b, F f) {
 
 namespace nd {
 
-NDArray add(const NDArray& a, const NDArray& b) { return binary("add", a, b, k::AddOp{}); }
-NDArray sub(const NDArray& a, const NDArray& b) { return binary("sub", a, b, k::SubOp{}); }
-NDArray mul(const NDArray& a, const NDArray& b) { return binary("mul", a, b, k::MulOp{}); }
-NDArray div(const NDArray& a, const NDArray& b) { return binary("div", a, b, k::DivOp{}); }
+using detail::GradAttrs;
+using detail::GradOp;
+using detail::recorded;
+
+NDArray add(const NDArray& a, const NDArray& b) {
+  return recorded(GradOp::kAdd, binary("add", a, b, k::AddOp{}), {&a, &b});
+}
+NDArray sub(const NDArray& a, const NDArray& b) {
+  return recorded(GradOp::kSub, binary("sub", a, b, k::SubOp{}), {&a, &b});
+}
+NDArray mul(const NDArray& a, const NDArray& b) {
+  return recorded(GradOp::kMul, binary("mul", a, b, k::MulOp{}), {&a, &b});
+}
+NDArray div(const NDArray& a, const NDArray& b) {
+  return recorded(GradOp::kDiv, binary("div", a, b, k::DivOp{}), {&a, &b});
+}
 NDArray pow(const NDArray& a, const NDArray& b) {
-  return binary("pow", a, b, k::PowOp{}, kGrainHeavy);
+  return recorded(GradOp::kPow, binary("pow", a, b, k::PowOp{}, kGrainHeavy), {&a, &b});
 }
 
-NDArray add(const NDArray& a, float b) { return bind_right("add", a, b, k::AddOp{}); }
-NDArray sub(const NDArray& a, float b) { return bind_right("sub", a, b, k::SubOp{}); }
-NDArray mul(const NDArray& a, float b) { return bind_right("mul", a, b, k::MulOp{}); }
-NDArray div(const NDArray& a, float b) { return bind_right("div", a, b, k::DivOp{}); }
+namespace {
+GradAttrs scalar_attr(float v) {
+  GradAttrs at;
+  at.scalar = v;
+  return at;
+}
+}  // namespace
+
+NDArray add(const NDArray& a, float b) {
+  return recorded(GradOp::kAddScalar, bind_right("add", a, b, k::AddOp{}), {&a}, scalar_attr(b));
+}
+NDArray sub(const NDArray& a, float b) {
+  return recorded(GradOp::kSubScalar, bind_right("sub", a, b, k::SubOp{}), {&a}, scalar_attr(b));
+}
+NDArray mul(const NDArray& a, float b) {
+  return recorded(GradOp::kMulScalar, bind_right("mul", a, b, k::MulOp{}), {&a}, scalar_attr(b));
+}
+NDArray div(const NDArray& a, float b) {
+  return recorded(GradOp::kDivScalar, bind_right("div", a, b, k::DivOp{}), {&a}, scalar_attr(b));
+}
 NDArray pow(const NDArray& a, float b) {
+  NDArray out;
   // x*x and x are exactly what powf gives for these exponents, and much cheaper.
-  if (b == 2.0f) return unary("pow", a, k::SquareOp{});
-  if (b == 1.0f) return unary("pow", a, k::CopyOp{});
-  return unary("pow", a, k::PowScalarOp{b}, kGrainHeavy);
+  if (b == 2.0f) {
+    out = unary("pow", a, k::SquareOp{});
+  } else if (b == 1.0f) {
+    out = unary("pow", a, k::CopyOp{});
+  } else {
+    out = unary("pow", a, k::PowScalarOp{b}, kGrainHeavy);
+  }
+  return recorded(GradOp::kPowScalar, std::move(out), {&a}, scalar_attr(b));
 }
 
-NDArray neg(const NDArray& a) { return unary("neg", a, k::NegOp{}); }
-NDArray exp(const NDArray& a) { return unary("exp", a, k::ExpOp{}, kGrainHeavy); }
-NDArray log(const NDArray& a) { return unary("log", a, k::LogOp{}, kGrainHeavy); }
-NDArray sqrt(const NDArray& a) { return unary("sqrt", a, k::SqrtOp{}); }
-NDArray relu(const NDArray& a) { return unary("relu", a, k::ReluOp{}); }
-NDArray sigmoid(const NDArray& a) { return unary("sigmoid", a, k::SigmoidOp{}, kGrainHeavy); }
-NDArray tanh(const NDArray& a) { return unary("tanh", a, k::TanhOp{}, kGrainHeavy); }
+NDArray neg(const NDArray& a) { return recorded(GradOp::kNeg, unary("neg", a, k::NegOp{}), {&a}); }
+NDArray exp(const NDArray& a) {
+  return recorded(GradOp::kExp, unary("exp", a, k::ExpOp{}, kGrainHeavy), {&a});
+}
+NDArray log(const NDArray& a) {
+  return recorded(GradOp::kLog, unary("log", a, k::LogOp{}, kGrainHeavy), {&a});
+}
+NDArray sqrt(const NDArray& a) {
+  return recorded(GradOp::kSqrt, unary("sqrt", a, k::SqrtOp{}), {&a});
+}
+NDArray relu(const NDArray& a) {
+  return recorded(GradOp::kRelu, unary("relu", a, k::ReluOp{}), {&a});
+}
+NDArray sigmoid(const NDArray& a) {
+  return recorded(GradOp::kSigmoid, unary("sigmoid", a, k::SigmoidOp{}, kGrainHeavy), {&a});
+}
+NDArray tanh(const NDArray& a) {
+  return recorded(GradOp::kTanh, unary("tanh", a, k::TanhOp{}, kGrainHeavy), {&a});
+}
+
+NDArray broadcast_to(const NDArray& a, Shape shape) {
+  static const char* kOp = "broadcast_to";
+  detail::check_defined(kOp, a);
+  detail::checked_size(kOp, shape);
+  if (broadcast_shapes(a.shape(), shape, kOp) != shape)
+    throw Error(std::string(kOp) + ": cannot broadcast " + shape_str(a.shape()) + " to " +
+                shape_str(shape));
+  PlanPtr plan = plan_for(kOp, a.shape(), a.shape(), shape);
+  NDArray out = detail::new_array(kOp, std::move(shape), a.device());
+  // Both operands are `a`; FirstOp keeps the first.
+  queue_binary(kOp, a, a, out, std::move(plan), k::FirstOp{}, kGrain, false);
+  return recorded(GradOp::kBroadcastTo, std::move(out), {&a});
+}
 
 }  // namespace nd
+
+namespace detail {
+
+NDArray relu_grad(const NDArray& g, const NDArray& x) {
+  return binary("relu_grad", g, x, k::ReluGradOp{});
+}
+NDArray eq_mask(const NDArray& a, const NDArray& b) {
+  return binary("eq_mask", a, b, k::EqMaskOp{});
+}
+void assign(NDArray& target, const NDArray& src) { inplace("assign", target, src, k::SecondOp{}); }
+void sgd_update(NDArray& w, const NDArray& g, float alpha) {
+  inplace("sgd_update", w, g, k::SgdOp{alpha});
+}
+
+}  // namespace detail
 
 NDArray operator+(const NDArray& a, const NDArray& b) { return nd::add(a, b); }
 NDArray operator-(const NDArray& a, const NDArray& b) { return nd::sub(a, b); }
@@ -241,10 +321,16 @@ NDArray operator-(const NDArray& a, float b) { return nd::sub(a, b); }
 NDArray operator*(const NDArray& a, float b) { return nd::mul(a, b); }
 NDArray operator/(const NDArray& a, float b) { return nd::div(a, b); }
 // The scalar on the left: BindLeft keeps the expression's operand order (s - x, s / x).
-NDArray operator+(float a, const NDArray& b) { return bind_left("add", a, b, k::AddOp{}); }
-NDArray operator-(float a, const NDArray& b) { return bind_left("sub", a, b, k::SubOp{}); }
-NDArray operator*(float a, const NDArray& b) { return bind_left("mul", a, b, k::MulOp{}); }
-NDArray operator/(float a, const NDArray& b) { return bind_left("div", a, b, k::DivOp{}); }
+NDArray operator+(float a, const NDArray& b) { return nd::add(b, a); }
+NDArray operator-(float a, const NDArray& b) {
+  return detail::recorded(detail::GradOp::kRSubScalar, bind_left("sub", a, b, k::SubOp{}), {&b},
+                          nd::scalar_attr(a));
+}
+NDArray operator*(float a, const NDArray& b) { return nd::mul(b, a); }
+NDArray operator/(float a, const NDArray& b) {
+  return detail::recorded(detail::GradOp::kRDivScalar, bind_left("div", a, b, k::DivOp{}), {&b},
+                          nd::scalar_attr(a));
+}
 NDArray operator-(const NDArray& a) { return nd::neg(a); }
 
 NDArray& NDArray::operator+=(const NDArray& o) {

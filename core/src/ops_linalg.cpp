@@ -1,4 +1,5 @@
-// Linear algebra: dot/matmul (the backend's SGEMM), transpose, reshape.
+// Linear algebra: dot/matmul (the backend's SGEMM, operands optionally transposed), transpose,
+// reshape.
 #include <memory>
 #include <string>
 #include <utility>
@@ -6,6 +7,7 @@
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
 #include "device_ops.h"
+#include "autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
 #include "ops_common.h"
@@ -15,23 +17,28 @@ namespace nd {
 
 namespace {
 
-NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b) {
+NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool ta, bool tb) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
   detail::check_same_device(op, a, b);
+  const auto shapes = [&] {
+    return std::string(" a=") + shape_str(a.shape()) + (ta ? "^T" : "") +
+           " b=" + shape_str(b.shape()) + (tb ? "^T" : "");
+  };
   if (a.ndim() != 2 || b.ndim() != 2)
-    throw Error(std::string(op) + ": expects 2-D arrays, got a=" + shape_str(a.shape()) +
-                " b=" + shape_str(b.shape()));
-  const std::int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-  if (b.shape()[0] != k)
-    throw Error(std::string(op) + ": inner dimensions differ: a=" + shape_str(a.shape()) +
-                " b=" + shape_str(b.shape()));
+    throw Error(std::string(op) + ": expects 2-D arrays, got" + shapes());
+  // op(a) is [m,k], op(b) is [k,n].
+  const std::int64_t m = a.shape()[ta ? 1 : 0], k = a.shape()[ta ? 0 : 1];
+  const std::int64_t n = b.shape()[tb ? 0 : 1];
+  if (b.shape()[tb ? 1 : 0] != k)
+    throw Error(std::string(op) + ": inner dimensions differ:" + shapes());
   detail::Backend* backend = &detail::backend_for(a.device(), op);
   NDArray out = detail::new_array(op, {m, n}, a.device());
   if (m == 0 || n == 0) return out;
   const float* pa = detail::data_of(a);
   const float* pb = detail::data_of(b);
   float* pc = detail::data_of(out);
+  const std::int64_t lda = a.shape()[1], ldb = b.shape()[1];
   if (!out.device().is_cpu()) {
     detail::KernelCall c;
     c.kind = detail::KernelCall::Kind::kGemm;
@@ -39,21 +46,29 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b) {
     c.b = pb;
     c.out = pc;
     c.n = m * n;
-    c.gemm = {false, false, m, n, k, k, n, n, 1.0f, 0.0f};
+    c.gemm = {ta, tb, m, n, k, lda, ldb, n, 1.0f, 0.0f};
     detail::push_device(op, c, out.device(), out, {&a, &b});
-    return out;
+  } else {
+    // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
+    detail::push_op(
+        op, [=] { backend->sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n); }, out,
+        {&a, &b});
   }
-  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
-  detail::push_op(op,
-                  [=] { backend->sgemm(false, false, m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n); },
-                  out, {&a, &b});
-  return out;
+  detail::GradAttrs at;
+  at.trans_a = ta;
+  at.trans_b = tb;
+  return detail::recorded(detail::GradOp::kDot, std::move(out), {&a, &b}, at);
 }
 
 }  // namespace
 
-NDArray dot(const NDArray& a, const NDArray& b) { return matrix_product("dot", a, b); }
-NDArray matmul(const NDArray& a, const NDArray& b) { return matrix_product("matmul", a, b); }
+NDArray dot(const NDArray& a, const NDArray& b) { return matrix_product("dot", a, b, false, false); }
+NDArray matmul(const NDArray& a, const NDArray& b) {
+  return matrix_product("matmul", a, b, false, false);
+}
+NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  return matrix_product("dot", a, b, transpose_a, transpose_b);
+}
 
 // NumPy's transpose: axes reversed. 2-D gets a cache-blocked kernel; 0-D and 1-D are a copy; N-D
 // walks the input with permuted strides.
@@ -77,6 +92,7 @@ NDArray transpose(const NDArray& a) {
       throw Error(std::string(kOp) + ": too many dimensions in " + shape_str(in));
   }
   NDArray out = detail::new_array(kOp, std::move(shape), a.device());
+  out = detail::recorded(detail::GradOp::kTranspose, std::move(out), {&a});
   const std::int64_t n = out.size();
   if (n == 0) return out;
   const float* pa = detail::data_of(a);

@@ -8,6 +8,7 @@
 
 #include "asyncnd/ops.h"
 #include "device_ops.h"
+#include "autograd_internal.h"
 #include "kernels/reduce.h"
 #include "ops_common.h"
 
@@ -124,23 +125,29 @@ NDArray reduce(const char* op, Kind kind, const NDArray& a, bool all, int axis, 
                 " (no identity for max)");
   }
   NDArray out = detail::new_array(op, std::move(shape), a.device());
-  if (out.size() == 0) return out;
-  if (!out.device().is_cpu()) {
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kReduce;
-    c.a = detail::data_of(a);
-    c.out = detail::data_of(out);
-    c.n = out.size();
-    static constexpr detail::ReduceFn kFns[] = {detail::ReduceFn::kSum, detail::ReduceFn::kMean,
-                                                detail::ReduceFn::kMax, detail::ReduceFn::kNorm};
-    c.reduce = {kFns[static_cast<int>(kind)], g.outer, g.n, g.inner};
-    detail::push_device(op, c, out.device(), out, {&a});
-    return out;
+  if (out.size() > 0) {
+    if (!out.device().is_cpu()) {
+      detail::KernelCall c;
+      c.kind = detail::KernelCall::Kind::kReduce;
+      c.a = detail::data_of(a);
+      c.out = detail::data_of(out);
+      c.n = out.size();
+      static constexpr detail::ReduceFn kFns[] = {detail::ReduceFn::kSum, detail::ReduceFn::kMean,
+                                                  detail::ReduceFn::kMax, detail::ReduceFn::kNorm};
+      c.reduce = {kFns[static_cast<int>(kind)], g.outer, g.n, g.inner};
+      detail::push_device(op, c, out.device(), out, {&a});
+    } else {
+      const float* px = detail::data_of(a);
+      float* po = detail::data_of(out);
+      detail::push_op(op, [=] { dispatch(kind, px, po, g); }, out, {&a});
+    }
   }
-  const float* px = detail::data_of(a);
-  float* po = detail::data_of(out);
-  detail::push_op(op, [=] { dispatch(kind, px, po, g); }, out, {&a});
-  return out;
+  detail::GradAttrs at;
+  at.all = all;
+  at.axis = all ? 0 : (axis < 0 ? axis + static_cast<int>(nd) : axis);
+  static constexpr detail::GradOp kGrad[] = {detail::GradOp::kSum, detail::GradOp::kMean,
+                                             detail::GradOp::kMax, detail::GradOp::kNorm};
+  return detail::recorded(kGrad[static_cast<int>(kind)], std::move(out), {&a}, at);
 }
 
 }  // namespace

@@ -5,11 +5,17 @@
 //   E3  barriers: waitToRead and waitAll
 //   E4  implicit blockers: dataSync, item, toString; and the non-blocking `await data()`
 //   E5  10 000 x (y = x + 1), waiting each time vs once, with the chapter's t1/t2/t3 model
-// Run from the repository root after `make wasm`:  node examples/node/chapter.mjs [threads]
-// (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds.
+//   E6  the memory of training the chapter's MLP: reading the loss each batch, never, and never
+//       with the engine's backpressure bound (examples/node/e6_mlp.mjs)
+// Run from the repository root after `make wasm`:
+//   node examples/node/chapter.mjs [threads] [E6 batches, default 100]
+// (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds, plus about a
+// minute and a half for E6's 3 x 100 batches on 2 cores.
 import asyncnd from '../../wasm/index.mjs';
+import { runE6 } from './e6_mlp.mjs';
 
 const threads = Number(process.argv[2] || 2);
+const e6Batches = Number(process.argv[3] || 100);
 const nd = await asyncnd.load({ threads });
 const now = () => performance.now() / 1000;  // seconds
 const heading = (t) => console.log(`\n== ${t}`);
@@ -200,9 +206,35 @@ nd.seed(42);
   x.delete();
 }
 
-heading('E6, E7');
-console.log('  E6 (an MLP\'s memory) needs autograd and nn, not in the JavaScript API yet;\n' +
-            '  E7 (CPU vs GPU) needs a GPU: there is none in WebAssembly here.');
+// ---- E6 -------------------------------------------------------------------------------------
+{
+  heading(`E6  memory: the chapter's MLP, ${e6Batches} batches of 1024x512 (Dense 2048 relu, 512 relu, 1; SGD lr 0.005)`);
+  const mb = (b) => `${(b / 1e6).toFixed(1)} MB`.padStart(10);
+  const show = (title, r) => {
+    console.log(`  ${title}`);
+    if (r.error) console.log(`    STOPPED after ${r.batchesDone} of ${r.batches} batches: ${r.error}`);
+    console.log(`    engine peak ${mb(r.peakBytes)}   process RSS peak ${mb(r.rssPeakBytes)}   wasm memory ${mb(r.heapPeakBytes)}`);
+    console.log(`    time per batch handed out ${(r.batchS * 1e3).toFixed(2).padStart(8)} ms   total ${r.totalS.toFixed(2)} s`);
+  };
+  // The unbounded run last: the wasm memory grows and never shrinks, so it would inflate the
+  // RSS of any run after it.
+  const a = runE6(nd, 'sync', { batches: e6Batches });
+  const c = runE6(nd, 'bounded', { batches: e6Batches });
+  const b = runE6(nd, 'nosync', { batches: e6Batches });
+  show('(a) read the loss each batch (l.mean().item())', a);
+  show('(b) never read it', b);
+  show(`(c) never read it, nd.engine.setMaxInflight({ bytes: ${(c.boundBytes / 1e6).toFixed(1)} MB })`, c);
+  console.log('  Without a read the frontend queues every batch at once and each holds its activations\n' +
+              '  until the workers reach it; the bound makes the pushes wait instead.');
+  if (b.error) {
+    console.log('  Unbounded, the queue outgrew the module\'s 2 GiB of WebAssembly memory: the allocation\n' +
+                '  failed with an Error, the loop stopped, and the engine kept working (runs (a), (c) and\n' +
+                '  what follows use it).');
+  }
+}
+
+heading('E7');
+console.log('  E7 (CPU vs GPU) needs a GPU: there is none in WebAssembly here.');
 nd.waitAll();
 const st = nd.engine.stats();
 console.log(`\nengine stats at the end: ${st.pushed} ops pushed, ${st.pending} pending, ` +

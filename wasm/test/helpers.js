@@ -16,6 +16,7 @@ function setup() {
     nd.waitAll();
     const s = nd.engine.stats();
     assert.equal(s.liveArrays, 0, 'live arrays after the test (missing delete/tidy)');
+    assert.equal(s.liveNnObjects, 0, 'live nn objects after the test (missing delete)');
     assert.equal(s.pending, 0, 'ops still pending after waitAll');
     assert.equal(s.bytesInUse, 0, 'bytes still allocated after the test');
     assert.equal(s.liveVars, 0, 'engine variables still alive after the test');

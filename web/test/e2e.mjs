@@ -161,18 +161,29 @@ try {
     assert.ok(f.t1 > 0 && f.t2 > 0);
   });
 
-  await check('E6: runs with nd.nn, or says plainly that it cannot (no figures)', async () => {
-    const hasNN = await page.evaluate(() => window.playground.hasNN);
-    if (hasNN) {
-      const f = await runPanel('E6', { batches: 3 });
-      assert.ok(f['sync.peakBytes'] >= 0 && f['none.peakBytes'] >= 0 && f['bound.peakBytes'] >= 0);
-    } else {
-      const p = await page.$('#panel-E6');
-      assert.equal(await p.$eval('button.run', (b) => b.disabled), true);
-      assert.match(await p.$eval('.notice', (n) => n.textContent), /cannot run yet/);
-      assert.equal((await figures('E6')).length, 0);
-      await p.screenshot({ path: path.join(SHOTS, 'E6.png') });
+  await check('E6: trains the MLP three ways on nd.nn; peak memory per mode and the memory line chart', async () => {
+    assert.equal(await page.evaluate(() => window.playground.hasNN), true, 'the module has no nd.nn');
+    const p = await page.$('#panel-E6');
+    assert.equal(await p.$('.notice') === null || await p.$eval('.notice', (n) => n.hidden || !/cannot run/.test(n.textContent)), true);
+    // Three batches of the chapter's network (1024 x 512, Dense 2048/512/1) per mode: the full
+    // configuration (100 batches) is the panel's batch control, too slow for a test on 2 cores.
+    const f = await runPanel('E6', { batches: 3 }, 600000);
+    for (const m of ['sync', 'none', 'bound']) {
+      assert.ok(f[`${m}.peakBytes`] > 0, `${m}: peak ${f[`${m}.peakBytes`]}`);
+      assert.ok(f[`${m}.perBatchS`] > 0 && f[`${m}.pushedS`] > 0, `${m}: times`);
     }
+    // One batch's activations alone are tens of MB: reading each batch keeps about one in flight.
+    assert.ok(f['sync.peakBytes'] > 10e6, `sync peak ${f['sync.peakBytes']}`);
+    // The line chart: one line per mode, each with the memory samples (2 per batch at least).
+    const lines = await page.evaluate(() => {
+      const c = window.playground.charts.E6;
+      return c ? { type: c.config.type, n: c.data.datasets.map((d) => d.data.length),
+                   drawn: !!document.querySelector('#panel-E6 .chart-box canvas, #panel-E6 canvas') } : null;
+    });
+    assert.ok(lines, 'no E6 chart');
+    assert.equal(lines.type, 'line');
+    assert.equal(lines.n.length, 3);
+    for (const n of lines.n) assert.ok(n >= 6, `a line has ${n} samples`);
   });
 
   await check('E7: no GPU; asynchrony on the CPU', async () => {

@@ -1,9 +1,7 @@
 // experiments.test.mjs: the playground's experiment code (web/experiments.js, which the page runs
 // in its Web Worker) run in Node on the same WebAssembly package, at small sizes: every figure is
-// a finite number and the relations the chapter predicts where they hold on any machine. E6 runs
-// its driver (three modes, memory samples, the drain loop, the byte bound) against a stand-in
-// for nd.nn/nd.autograd made of real engine ops with no gradients: it tests the panel's code,
-// not training. The stand-in is never shown by the page.
+// a finite number and the relations the chapter predicts where they hold on any machine. E6
+// trains the chapter's MLP on the package's nd.nn and nd.autograd, with small batches.
 // Run: node --test web/test/experiments.test.mjs  (make test-web; needs make wasm)
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,58 +85,28 @@ test('E5: t1, t2, t3 estimated from a real run', async () => {
   assertClean();
 });
 
-// A stand-in with the shape of DESIGN.md's JavaScript API for autograd and nn: real engine ops
-// (so memory and time are real), no gradients (backward and step do nothing).
-function standInNN() {
-  class Dense {
-    constructor(units, act) { this.units = units; this.act = act; this.w = null; }
-    forward(x) {
-      if (!this.w) this.w = nd.keep(nd.random.normal([x.shape[1], this.units], 0, 0.01));
-      const y = nd.dot(x, this.w);
-      return this.act === 'relu' ? y.relu() : y;
-    }
-    parameters() { return this.w ? [this.w] : []; }
+test('E6: the MLP of the chapter trained three ways on the real nd.nn and nd.autograd', async () => {
+  assert.equal(EXPERIMENTS_HAS_NN(nd), true);
+  nd.waitAll();
+  const before = nd.engine.stats().bytesInUse;
+  const { ctx, events } = context({ batches: 3, batch: 64, boundMB: 2 });
+  const r = await EXPERIMENTS.E6(nd, ctx);
+  assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound']);
+  for (const s of r.series) {
+    assert.ok(s.samples.length >= 3, `${s.key}: ${s.samples.length} samples`);
+    for (const p of s.samples) assertNumbers(p, ['t', 'bytes', 'pending']);
+    assertNumbers(s, ['pushedS', 'totalS', 'perBatchS', 'peakBytes']);
+    assert.ok(s.peakBytes > 0, `${s.key}: no memory seen`);
+    assert.equal(s.batchEnds.length, 3);
   }
-  class Sequential {
-    constructor() { this.blocks = []; }
-    add(b) { this.blocks.push(b); return this; }
-    forward(x) { return this.blocks.reduce((h, b) => b.forward(h), x); }
-    parameters() { return this.blocks.flatMap((b) => b.parameters()); }
-  }
-  class L2Loss { forward(p, y) { return p.reshape([y.shape[0]]).sub(y).pow(2).mul(0.5); } }
-  class SGD { constructor(params, lr) { this.params = params; this.lr = lr; } step() {} }
-  const patched = Object.create(nd);
-  patched.nn = { Dense, Sequential, L2Loss, SGD };
-  patched.autograd = { record: (fn) => fn() };
-  patched.NDArray.prototype.backward = function backward() {};
-  return { patched, cleanup: () => { delete patched.NDArray.prototype.backward; } };
-}
-
-test('E6: without nd.nn it refuses with a clear message and no figures', async () => {
-  assert.equal(EXPERIMENTS_HAS_NN(nd), !!(nd.nn && nd.autograd));
-  if (EXPERIMENTS_HAS_NN(nd)) return;
-  await assert.rejects(async () => EXPERIMENTS.E6(nd, context({}).ctx), /needs nd\.nn and nd\.autograd/);
-});
-
-test('E6 driver: three modes, memory sampled over time, nothing left pending', async () => {
-  const { patched, cleanup } = standInNN();
-  try {
-    assert.equal(EXPERIMENTS_HAS_NN(patched), true);
-    const { ctx, events } = context({ batches: 4, batch: 64, boundMB: 2 });
-    const r = await EXPERIMENTS.E6(patched, ctx);
-    assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound']);
-    for (const s of r.series) {
-      assert.ok(s.samples.length >= 4, `${s.key}: ${s.samples.length} samples`);
-      for (const p of s.samples) assertNumbers(p, ['t', 'bytes', 'pending']);
-      assertNumbers(s, ['pushedS', 'totalS', 'perBatchS', 'peakBytes']);
-      assert.ok(s.peakBytes > 0, `${s.key}: no memory seen`);
-      assert.equal(s.batchEnds.length, 4);
-    }
-    assert.equal(r.boundBytes, 2e6);
-    assert.ok(events.some((e) => e.name === 'dot'));
-  } finally {
-    cleanup();
+  assert.equal(r.boundBytes, 2e6);
+  // Forward, backward and the SGD step all ran through the engine.
+  for (const name of ['dot', 'relu_grad', 'sgd_update']) {
+    assert.ok(events.some((e) => e.name === name), `no ${name} op in the profile`);
   }
   nd.waitAll();
-  assert.equal(nd.engine.stats().pending, 0);
+  const st = nd.engine.stats();
+  assert.equal(st.pending, 0);
+  assert.equal(st.liveNnObjects, 0, 'E6 left nn handles alive');
+  assert.equal(st.bytesInUse, before, 'E6 left memory allocated');
 });

@@ -1,8 +1,10 @@
 // The whole public C++ API of asyncnd: #include <asyncnd/asyncnd.h>.
 #pragma once
 
+#include "asyncnd/autograd.h"
 #include "asyncnd/device.h"
 #include "asyncnd/engine.h"
 #include "asyncnd/error.h"
+#include "asyncnd/nn.h"
 #include "asyncnd/ndarray.h"
 #include "asyncnd/ops.h"

@@ -100,8 +100,8 @@ struct EngineStats {
   std::uint64_t pushed = 0;    // ops pushed (waits excluded)
   std::uint64_t finished = 0;  // ops finished, run or skipped after an error
   std::uint64_t pending = 0;   // pushed - finished
-  std::uint64_t inflight_bytes = 0;  // PushOptions::bytes of pending ops (counted while a byte
-                                     // bound is set; 0 otherwise)
+  std::uint64_t inflight_bytes = 0;  // bytes that queued work keeps alive (see
+                                     // set_max_inflight; counted while a byte bound is set)
   std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
   std::uint64_t bytes_in_use = 0;    // sum over devices
   std::uint64_t bytes_peak = 0;      // sum over devices of each device's peak
@@ -200,12 +200,20 @@ class Engine {
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
   // on_delete (if given): at once on the calling thread if nothing is queued on v, else on the
   // thread that finishes v's last op. on_delete must not throw. Never blocks.
-  // After this call, pushing v throws. Deleting twice throws.
-  void delete_var(Var v, OpFunction on_delete = {});
+  // After this call, pushing v throws. Deleting twice throws. `bytes`: the storage on_delete
+  // frees; while the deletion waits for queued ops, it counts toward the byte bound of
+  // set_max_inflight (memory that queued work keeps alive).
+  void delete_var(Var v, OpFunction on_delete = {}, std::size_t bytes = 0);
 
-  // Bounds the work in flight: push blocks while `ops` ops are pending, or while the
-  // PushOptions::bytes of pending ops exceed `bytes` (an op larger than the bound still runs when
-  // nothing else is in flight). 0 = no bound. Takes effect for the next push.
+  // Bounds the work in flight: push blocks while `ops` ops are pending, or while the bytes that
+  // queued work keeps alive exceed `bytes`: the PushOptions::bytes of pending ops plus the
+  // storage of deleted variables whose deletion waits for queued ops (delete_var's `bytes`; an
+  // array dropped before the op that computes it ran counts under both, so the bound errs on the
+  // safe side). An op larger than the bound still runs when nothing else is in flight. Arrays
+  // still held by handles are not in flight: peak memory is about what the program holds, plus
+  // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
+  // work is down to about half of each bound set (or everything finished), then pushes on: fewer
+  // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   std::size_t max_inflight_ops() const;
   std::size_t max_inflight_bytes() const;

@@ -21,6 +21,7 @@ std::int64_t shape_size(const Shape& shape);
 
 namespace detail {
 struct Chunk;  // storage + variable, shared by an array and its reshaped views
+struct AutogradInfo;
 }
 
 // A handle to an array. Copies are cheap and share the same storage (like NumPy views); operations
@@ -92,14 +93,42 @@ class NDArray {
   NDArray& operator*=(float v);
   NDArray& operator/=(float v);
 
+  // Autograd (asyncnd/autograd.h says more). Not thread safe for one array: record, attach and
+  // run backward on a given graph from one thread at a time.
+  // Marks this array (and every handle to it) as a leaf whose gradient backward() computes, and
+  // gives it a fresh gradient buffer of zeros (queued). Throws asyncnd::Error for an empty array
+  // or one computed while recording (attach inputs, not results).
+  void attach_grad();
+  // The gradient buffer (shares storage: later backward calls write into it in place). Throws
+  // asyncnd::Error if attach_grad() was never called on this array.
+  NDArray grad() const;
+  // Queues the gradients of this array (which must have one element) with respect to every
+  // attached leaf it was computed from while recording, then frees the recorded graph. Returns
+  // at once (the gradients are computed by the engine like any op). Throws asyncnd::Error,
+  // queuing nothing, if the array has more than one element, was not recorded from an attached
+  // leaf, or its graph was freed by an earlier backward.
+  void backward() const;
+  // The same with a head gradient of this array's shape (dL/dthis). retain_graph keeps the
+  // graph for another backward.
+  void backward(const NDArray& head_grad, bool retain_graph = false) const;
+
   // Internal: arrays are made by the functions in nd::.
   NDArray(std::shared_ptr<detail::Chunk> chunk, Shape shape)
       : chunk_(std::move(chunk)), shape_(std::move(shape)) {}
   const std::shared_ptr<detail::Chunk>& chunk() const { return chunk_; }
+  // Internal: this array's autograd state (in its chunk, or its own for a reshaped view).
+  detail::AutogradInfo& autograd_info() const;
+  // Internal: the same, or null when autograd never touched this array (allocates nothing).
+  const detail::AutogradInfo* autograd_info_if_any() const;
+  // Internal: true when no other handle shares this array's autograd state.
+  bool sole_autograd_owner() const {
+    return view_ag_ ? view_ag_.use_count() == 1 : chunk_.use_count() == 1;
+  }
 
  private:
   std::shared_ptr<detail::Chunk> chunk_;
   Shape shape_;
+  std::shared_ptr<detail::AutogradInfo> view_ag_;  // set for reshaped views only
 };
 
 // Elementwise with NumPy broadcasting. Non-blocking.

@@ -52,8 +52,14 @@ NDArray tanh(const NDArray& a);
 // Linear algebra (2-D). dot(a, b) is the matrix product of [m,k] and [k,n]; matmul is the same.
 NDArray dot(const NDArray& a, const NDArray& b);
 NDArray matmul(const NDArray& a, const NDArray& b);
+// op(a) op(b), where op transposes when asked (MXNet's dot(transpose_a, transpose_b)): no
+// transposed copy is made, the GEMM reads the operand transposed.
+NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b);
 NDArray transpose(const NDArray& a);
 NDArray reshape(const NDArray& a, Shape shape);
+// `a` broadcast (NumPy rules) to `shape`, as a new array. Throws if a's shape does not broadcast
+// to exactly `shape`.
+NDArray broadcast_to(const NDArray& a, Shape shape);
 
 // Reductions: over all elements (a [] scalar array) or one axis (negative counts from the end).
 NDArray sum(const NDArray& a);

@@ -19,13 +19,19 @@ namespace kernels {
 using detail::MapFn;
 using detail::MapForm;
 
-ASYNCND_HD inline float apply_binary(MapFn fn, float a, float b) {
+// `p` is the functor's own parameter (kSgd's rate), unused by the others.
+ASYNCND_HD inline float apply_binary(MapFn fn, float a, float b, float p = 0.0f) {
   switch (fn) {
     case MapFn::kAdd: return AddOp{}(a, b);
     case MapFn::kSub: return SubOp{}(a, b);
     case MapFn::kMul: return MulOp{}(a, b);
     case MapFn::kDiv: return DivOp{}(a, b);
     case MapFn::kPow: return PowOp{}(a, b);
+    case MapFn::kReluGrad: return ReluGradOp{}(a, b);
+    case MapFn::kEqMask: return EqMaskOp{}(a, b);
+    case MapFn::kFirst: return FirstOp{}(a, b);
+    case MapFn::kSecond: return SecondOp{}(a, b);
+    case MapFn::kSgd: return SgdOp{p}(a, b);
     default: return a;  // invariant: describe() gives binary forms binary functions only
   }
 }
@@ -49,7 +55,7 @@ ASYNCND_HD inline float apply_unary(MapFn fn, float a) {
 ASYNCND_HD inline float apply_map(const detail::KernelCall::Map& m, float a, float b) {
   switch (m.form) {
     case MapForm::kUnary: return apply_unary(m.fn, a);
-    case MapForm::kBinary: return apply_binary(m.fn, a, b);
+    case MapForm::kBinary: return apply_binary(m.fn, a, b, m.scalar);
     case MapForm::kScalarRight: return apply_binary(m.fn, a, m.scalar);
     case MapForm::kScalarLeft: return apply_binary(m.fn, m.scalar, a);
   }
@@ -98,6 +104,12 @@ inline MapDesc describe(SquareOp) { return {MapFn::kSquare, MapForm::kUnary, 0.0
 inline MapDesc describe(ReluOp) { return {MapFn::kRelu, MapForm::kUnary, 0.0f}; }
 inline MapDesc describe(SigmoidOp) { return {MapFn::kSigmoid, MapForm::kUnary, 0.0f}; }
 inline MapDesc describe(TanhOp) { return {MapFn::kTanh, MapForm::kUnary, 0.0f}; }
+inline MapDesc describe(ReluGradOp) { return {MapFn::kReluGrad, MapForm::kBinary, 0.0f}; }
+inline MapDesc describe(EqMaskOp) { return {MapFn::kEqMask, MapForm::kBinary, 0.0f}; }
+inline MapDesc describe(FirstOp) { return {MapFn::kFirst, MapForm::kBinary, 0.0f}; }
+inline MapDesc describe(SecondOp) { return {MapFn::kSecond, MapForm::kBinary, 0.0f}; }
+// The binary form with the rate in Map::scalar (never bound to a scalar operand).
+inline MapDesc describe(SgdOp f) { return {MapFn::kSgd, MapForm::kBinary, f.alpha}; }
 // PowScalarOp{e}(a) is pow(a, e), which is PowOp bound on the right.
 inline MapDesc describe(PowScalarOp f) { return {MapFn::kPow, MapForm::kScalarRight, f.e}; }
 inline MapDesc bind(MapDesc m, MapForm form, float s) {

@@ -77,6 +77,27 @@ struct PowScalarOp {
   ASYNCND_HD float operator()(float a) const { return std::pow(a, e); }
 };
 
+// Gradient helpers (autograd_grads.cpp, nn.cpp).
+// relu's gradient: g where x > 0, else 0 (0 at x == 0, as MXNet and PyTorch).
+struct ReluGradOp {
+  ASYNCND_HD float operator()(float g, float x) const { return x > 0.0f ? g : 0.0f; }
+};
+// 1 where a == b: the positions of a maximum, for max's gradient.
+struct EqMaskOp {
+  ASYNCND_HD float operator()(float a, float b) const { return a == b ? 1.0f : 0.0f; }
+};
+struct FirstOp {  // broadcast_to: the first operand, broadcast
+  ASYNCND_HD float operator()(float a, float) const { return a; }
+};
+struct SecondOp {  // assignment in place: target = b
+  ASYNCND_HD float operator()(float, float b) const { return b; }
+};
+// One SGD step in place: w - alpha * g.
+struct SgdOp {
+  float alpha;
+  ASYNCND_HD float operator()(float w, float g) const { return w - alpha * g; }
+};
+
 // Binary op with one operand fixed: x op s, or s op x. The contiguous loops of elementwise.h
 // vectorise these like the array-array forms.
 template <class Op>

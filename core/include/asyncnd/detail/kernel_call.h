@@ -15,6 +15,9 @@ namespace detail {
 enum class MapFn : std::uint8_t {
   kAdd, kSub, kMul, kDiv, kPow,
   kCopy, kNeg, kExp, kLog, kSqrt, kSquare, kRelu, kSigmoid, kTanh,
+  // autograd and nn helpers (binary form only): relu's gradient, max's mask, broadcast_to,
+  // in-place assignment, and the SGD step w - scalar * g (Map::scalar holds the rate).
+  kReluGrad, kEqMask, kFirst, kSecond, kSgd,
 };
 // How a map reads its operands: f(a), f(a, b), f(a, scalar) or f(scalar, a).
 enum class MapForm : std::uint8_t { kUnary, kBinary, kScalarRight, kScalarLeft };

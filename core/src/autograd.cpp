@@ -1,0 +1,210 @@
+// Autograd: the recording flag, recording an op's node, attach_grad/grad, and backward (a walk
+// of the recorded graph in reverse topological order that queues each node's gradient ops).
+#include "asyncnd/autograd.h"
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "asyncnd/ops.h"
+#include "autograd_internal.h"
+#include "chunk.h"
+#include "ops_common.h"
+
+namespace asyncnd {
+namespace detail {
+
+thread_local bool t_recording = false;
+
+namespace {
+
+bool needs_grad(const AutogradInfo* ag) {
+  return ag && (ag->node || ag->requires_grad || ag->graph_freed);
+}
+
+}  // namespace
+
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> pending;
+  const auto release = [&pending](std::vector<NDArray>& ins) {
+    for (NDArray& in : ins) {
+      // The last handle to an array: its node would die with it, recursively. Take it instead.
+      if (in.defined() && in.sole_autograd_owner() && in.autograd_info_if_any()) {
+        std::shared_ptr<Node>& n = in.autograd_info().node;
+        if (n && n.use_count() == 1) pending.push_back(std::move(n));
+      }
+    }
+    ins.clear();
+  };
+  release(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    release(n->inputs);
+  }  // each n dies here with no inputs left: no recursion
+}
+
+NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
+                  const GradAttrs& attrs) {
+  auto node = std::make_shared<Node>();
+  bool any = false;
+  for (const NDArray* in : inputs) {
+    const bool need = needs_grad(in->autograd_info_if_any());
+    any = any || need;
+    node->inputs.push_back(*in);
+    node->needs.push_back(need ? 1 : 0);
+  }
+  if (!any) return out;
+  node->op = op;
+  node->attrs = attrs;
+  node->out_chunk = out.chunk();
+  node->out_shape = out.shape();
+  out.autograd_info().node = std::move(node);
+  return out;
+}
+
+void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other) {
+  if (!t_recording) return;
+  if (needs_grad(target.autograd_info_if_any()) ||
+      (other && needs_grad(other->autograd_info_if_any())))
+    throw Error(std::string(op) + ": in-place update of an array that autograd is recording (" +
+                shape_str(target.shape()) +
+                "); autograd cannot differentiate it: compute a new array instead (y = y + x)");
+}
+
+}  // namespace detail
+
+// ---- NDArray members ----------------------------------------------------------------------
+
+void NDArray::attach_grad() {
+  static const char* kOp = "attach_grad";
+  detail::check_defined(kOp, *this);
+  detail::AutogradInfo& ag = autograd_info();
+  if (ag.node)
+    throw Error(std::string(kOp) + ": the array " + shape_str(shape_) +
+                " was computed while recording; attach gradients to the inputs instead");
+  NDArray buf = nd::zeros(shape_, device());  // allocated before anything changes
+  ag.grad = std::move(buf);
+  ag.requires_grad = true;
+  ag.graph_freed = false;
+}
+
+NDArray NDArray::grad() const {
+  static const char* kOp = "grad";
+  detail::check_defined(kOp, *this);
+  const detail::AutogradInfo* ag = autograd_info_if_any();
+  if (!ag || !ag->requires_grad)
+    throw Error(std::string(kOp) + ": the array " + shape_str(shape_) +
+                " has no gradient: call attach_grad() on it before recording");
+  return ag->grad;
+}
+
+void NDArray::backward() const { autograd::backward(*this); }
+void NDArray::backward(const NDArray& head_grad, bool retain_graph) const {
+  static const char* kOp = "backward";
+  detail::check_defined(kOp, head_grad);
+  autograd::backward(*this, head_grad, retain_graph);
+}
+
+// ---- autograd:: ---------------------------------------------------------------------------
+
+namespace autograd {
+
+bool is_recording() { return detail::t_recording; }
+
+bool set_recording(bool on) {
+  const bool prev = detail::t_recording;
+  detail::t_recording = on;
+  return prev;
+}
+
+void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
+  static const char* kOp = "backward";
+  using detail::AutogradInfo;
+  using detail::Node;
+  detail::check_defined(kOp, head);
+  AutogradInfo& root = head.autograd_info();
+  if (!root.node && !root.requires_grad) {
+    if (root.graph_freed)
+      throw Error(std::string(kOp) + ": the graph of this array " + shape_str(head.shape()) +
+                  " was freed by an earlier backward(); pass retain_graph = true to the first "
+                  "backward to run it twice");
+    throw Error(std::string(kOp) + ": the array " + shape_str(head.shape()) +
+                " was not computed while recording (autograd::Record) from an array with "
+                "attach_grad()");
+  }
+  if (head_grad.defined()) {
+    if (head_grad.shape() != head.shape())
+      throw Error(std::string(kOp) + ": head gradient shape " + shape_str(head_grad.shape()) +
+                  " differs from the array's shape " + shape_str(head.shape()));
+    detail::check_same_device(kOp, head, head_grad);
+  } else if (head.size() != 1) {
+    throw Error(std::string(kOp) + ": the array " + shape_str(head.shape()) +
+                " is not a scalar: pass a head gradient of that shape, or reduce it first "
+                "(y.sum().backward())");
+  }
+
+  // Reverse topological order by an iterative depth-first walk. Every check happens here, before
+  // anything is queued.
+  std::vector<AutogradInfo*> order;  // post-order: inputs before the arrays computed from them
+  std::unordered_map<AutogradInfo*, char> state;  // 1 = on the stack, 2 = done
+  std::vector<std::pair<AutogradInfo*, std::size_t>> stack{{&root, 0}};
+  state[&root] = 1;
+  while (!stack.empty()) {
+    auto& [info, next] = stack.back();
+    Node* node = info->node.get();
+    if (node && next < node->inputs.size()) {
+      const std::size_t i = next++;
+      if (!node->needs[i]) continue;
+      AutogradInfo* in = &node->inputs[i].autograd_info();
+      if (!in->node && !in->requires_grad && in->graph_freed)
+        throw Error(std::string(kOp) + ": part of the graph (an input of shape " +
+                    shape_str(node->inputs[i].shape()) +
+                    ") was freed by an earlier backward(); pass retain_graph = true to the "
+                    "first backward to run it twice");
+      if (state.emplace(in, 1).second) stack.emplace_back(in, 0);
+      continue;
+    }
+    state[info] = 2;
+    order.push_back(info);
+    stack.pop_back();
+  }
+
+  autograd::Pause pause;  // the gradient ops are not recorded
+  NDArray seed = head_grad.defined() ? head_grad : nd::ones(head.shape(), head.device());
+  std::unordered_map<AutogradInfo*, NDArray> grads;
+  grads.emplace(&root, std::move(seed));
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    AutogradInfo* info = *it;
+    auto found = grads.find(info);
+    if (found == grads.end()) continue;  // nothing flows here
+    NDArray g = std::move(found->second);
+    grads.erase(found);  // the handle goes once its consumers are queued: memory back early
+    if (info->requires_grad) detail::assign(info->grad, g);
+    if (!info->node) continue;
+    const Node& node = *info->node;
+    std::vector<NDArray> in_grads = detail::node_backward(node, g);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      if (!node.needs[i] || !in_grads[i].defined()) continue;
+      AutogradInfo* in = &node.inputs[i].autograd_info();
+      auto [slot, fresh] = grads.emplace(in, in_grads[i]);
+      if (!fresh) slot->second = slot->second + in_grads[i];  // used more than once: sum
+    }
+  }
+  if (!retain_graph) {
+    // Take every node out of the graph first, then let them go: destroying one releases its
+    // inputs, which may destroy AutogradInfos that `order` still points to.
+    std::vector<std::shared_ptr<Node>> walked;
+    for (AutogradInfo* info : order) {
+      if (info->node) {
+        walked.push_back(std::move(info->node));
+        info->node.reset();
+        info->graph_freed = true;
+      }
+    }
+  }
+}
+
+}  // namespace autograd
+}  // namespace asyncnd

@@ -1,0 +1,167 @@
+// The gradient of every differentiable op: given dL/dout, the dL/dinput of each input, built from
+// ordinary (queued, non-blocking) ops. Broadcast inputs get the gradient summed back to their
+// shape.
+#include <string>
+#include <vector>
+
+#include "asyncnd/ops.h"
+#include "autograd_internal.h"
+#include "chunk.h"
+
+namespace asyncnd {
+namespace detail {
+
+namespace {
+
+// g (of a broadcast result) summed back to `shape`: over the leading axes `shape` lacks, and over
+// the axes where `shape` has 1 and g does not.
+NDArray reduce_to(const NDArray& g, const Shape& shape) {
+  const Shape& gs = g.shape();
+  if (gs == shape) return g;
+  NDArray r = g;
+  const std::size_t lead = gs.size() - shape.size();
+  if (lead > 0) {  // fold the leading axes into one and sum it away: one op
+    std::int64_t outer = 1;
+    for (std::size_t d = 0; d < lead; ++d) outer *= gs[d];
+    Shape folded{outer};
+    folded.insert(folded.end(), gs.begin() + static_cast<std::ptrdiff_t>(lead), gs.end());
+    r = nd::sum(r.reshape(folded), 0);
+  }
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] == 1 && r.shape()[d] != 1) r = nd::sum(r, static_cast<int>(d), true);
+  return r.shape() == shape ? r : r.reshape(shape);
+}
+
+// The gradient of a reduction's output, given the shape it has with the reduced axes kept as 1.
+Shape kept_shape(const Shape& in, const GradAttrs& at) {
+  Shape k = in;
+  if (at.all) {
+    for (auto& d : k) d = 1;
+  } else {
+    k[static_cast<std::size_t>(at.axis)] = 1;
+  }
+  return k;
+}
+
+}  // namespace
+
+std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
+  const std::vector<NDArray>& in = node.inputs;
+  const GradAttrs& at = node.attrs;
+  const NDArray& a = in[0];
+  const auto out = [&] { return NDArray(node.out_chunk.lock(), node.out_shape); };
+  const auto need = [&](std::size_t i) { return node.needs[i] != 0; };
+  std::vector<NDArray> r(in.size());
+  switch (node.op) {
+    case GradOp::kAdd:
+      if (need(0)) r[0] = reduce_to(g, a.shape());
+      if (need(1)) r[1] = reduce_to(g, in[1].shape());
+      break;
+    case GradOp::kSub:
+      if (need(0)) r[0] = reduce_to(g, a.shape());
+      if (need(1)) r[1] = reduce_to(-g, in[1].shape());
+      break;
+    case GradOp::kMul:
+      if (need(0)) r[0] = reduce_to(g * in[1], a.shape());
+      if (need(1)) r[1] = reduce_to(g * a, in[1].shape());
+      break;
+    case GradOp::kDiv:  // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b
+      if (need(0)) r[0] = reduce_to(g / in[1], a.shape());
+      if (need(1)) r[1] = reduce_to(-(g * out()) / in[1], in[1].shape());
+      break;
+    case GradOp::kPow:  // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b log a
+      if (need(0)) r[0] = reduce_to(g * in[1] * nd::pow(a, in[1] - 1.0f), a.shape());
+      if (need(1)) r[1] = reduce_to(g * out() * nd::log(a), in[1].shape());
+      break;
+    case GradOp::kAddScalar:
+    case GradOp::kSubScalar:
+      r[0] = g;
+      break;
+    case GradOp::kRSubScalar:
+    case GradOp::kNeg:
+      r[0] = -g;
+      break;
+    case GradOp::kMulScalar:
+      r[0] = g * at.scalar;
+      break;
+    case GradOp::kDivScalar:
+      r[0] = g / at.scalar;
+      break;
+    case GradOp::kRDivScalar:  // d(s/a)/da = -(s/a)/a
+      r[0] = -(g * out()) / a;
+      break;
+    case GradOp::kPowScalar:
+      if (at.scalar == 1.0f) {
+        r[0] = g;
+      } else if (at.scalar == 2.0f) {
+        r[0] = g * a * 2.0f;
+      } else {
+        r[0] = g * nd::pow(a, at.scalar - 1.0f) * at.scalar;
+      }
+      break;
+    case GradOp::kExp:
+      r[0] = g * out();
+      break;
+    case GradOp::kLog:
+      r[0] = g / a;
+      break;
+    case GradOp::kSqrt:  // 1 / (2 sqrt a)
+      r[0] = g / (out() * 2.0f);
+      break;
+    case GradOp::kRelu:
+      r[0] = relu_grad(g, a);
+      break;
+    case GradOp::kSigmoid: {  // s (1 - s)
+      NDArray s = out();
+      r[0] = g * (s * (1.0f - s));
+      break;
+    }
+    case GradOp::kTanh: {  // 1 - t^2
+      NDArray t = out();
+      r[0] = g * (1.0f - t * t);
+      break;
+    }
+    case GradOp::kDot: {
+      // C = op(A) op(B): dop(A) = G op(B)^T, dop(B) = op(A)^T G, each written as one GEMM on the
+      // stored operands (no transposed copies).
+      const NDArray& b = in[1];
+      const bool ta = at.trans_a, tb = at.trans_b;
+      if (need(0)) r[0] = ta ? nd::dot(b, g, tb, true) : nd::dot(g, b, false, !tb);
+      if (need(1)) r[1] = tb ? nd::dot(g, a, true, ta) : nd::dot(a, g, !ta, false);
+      break;
+    }
+    case GradOp::kTranspose:  // all axes reversed: its own inverse
+      r[0] = nd::transpose(g);
+      break;
+    case GradOp::kReshape:
+      r[0] = g.reshape(a.shape());
+      break;
+    case GradOp::kBroadcastTo:
+      r[0] = reduce_to(g, a.shape());
+      break;
+    case GradOp::kSum:
+      r[0] = nd::broadcast_to(g.reshape(kept_shape(a.shape(), at)), a.shape());
+      break;
+    case GradOp::kMean: {
+      const std::int64_t n = at.all ? a.size() : a.shape()[static_cast<std::size_t>(at.axis)];
+      NDArray gs = g * (1.0f / static_cast<float>(n));
+      r[0] = nd::broadcast_to(gs.reshape(kept_shape(a.shape(), at)), a.shape());
+      break;
+    }
+    case GradOp::kMax: {  // to every element equal to the maximum
+      const Shape k = kept_shape(a.shape(), at);
+      r[0] = eq_mask(a, out().reshape(k)) * g.reshape(k);
+      break;
+    }
+    case GradOp::kNorm:  // x / |x|
+      r[0] = a * (g / out());
+      break;
+    case GradOp::kCopyTo:
+      r[0] = g.copy_to(a.device());
+      break;
+  }
+  return r;
+}
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,95 @@
+// Autograd internals: what each array records (AutogradInfo, in its Chunk or in a reshaped view's
+// handle), the graph node an op leaves behind while recording, and the hook every differentiable
+// op calls after queuing its kernel. The public side is asyncnd/autograd.h.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "asyncnd/device.h"
+#include "asyncnd/ndarray.h"
+
+namespace asyncnd {
+namespace detail {
+
+struct Chunk;
+
+// Which op produced an array: selects the gradient formula (autograd_grads.cpp).
+enum class GradOp {
+  kAdd, kSub, kMul, kDiv, kPow,
+  kAddScalar, kSubScalar, kRSubScalar, kMulScalar, kDivScalar, kRDivScalar, kPowScalar,
+  kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh,
+  kDot, kTranspose, kReshape, kBroadcastTo,
+  kSum, kMean, kMax, kNorm,
+  kCopyTo,
+};
+
+// The attributes a gradient needs beyond the inputs' shapes.
+struct GradAttrs {
+  float scalar = 0.0f;    // the scalar operand of the scalar forms
+  bool all = true;        // reductions: over all elements, or over `axis`
+  int axis = 0;           // normalised (non-negative)
+  bool trans_a = false;   // dot
+  bool trans_b = false;
+};
+
+// One recorded op. Holds its inputs (so the graph, and the values the gradient needs, stay alive
+// until backward frees it) and a weak reference to its output: the output owns the node, so a
+// strong one would be a cycle.
+struct Node {
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Releases a long chain of nodes iteratively: the default, recursive destruction (node, input
+  // array, its node, ...) would overflow the stack for a graph of ~100 000 ops.
+  ~Node();
+
+  GradOp op;
+  GradAttrs attrs;
+  std::vector<NDArray> inputs;
+  std::vector<char> needs;  // per input: does a gradient flow to it
+  std::weak_ptr<Chunk> out_chunk;
+  Shape out_shape;
+};
+
+// Per array: its autograd state. For an array made by an op it lives in the Chunk; a reshaped
+// view (which shares the chunk) has its own, held by its handles.
+struct AutogradInfo {
+  std::shared_ptr<Node> node;  // the op that computed it while recording; null for a leaf
+  NDArray grad;                // attach_grad's buffer
+  bool requires_grad = false;  // attach_grad was called
+  bool graph_freed = false;    // backward freed the graph that computed it
+};
+
+// The recording flag of this thread.
+extern thread_local bool t_recording;
+
+// Records out = op(inputs) when recording and some input needs a gradient.
+NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
+                  const GradAttrs& attrs);
+
+// The hook every differentiable op calls on its result: free when not recording.
+inline NDArray recorded(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
+                        const GradAttrs& attrs = {}) {
+  if (!t_recording) return out;
+  return record_op(op, std::move(out), inputs, attrs);
+}
+
+// Throws asyncnd::Error naming `op` when recording and `target` (written in place) or `other`
+// (may be null) takes part in a recorded graph: autograd cannot see in-place updates.
+void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other);
+
+// The input gradients of `node` given the gradient `g` of its output; undefined arrays where no
+// gradient flows. Queues ops like any other; never blocks.
+std::vector<NDArray> node_backward(const Node& node, const NDArray& g);
+
+// Internal ops used by the gradients and nn (ops_elementwise.cpp). Non-blocking, not recorded.
+NDArray relu_grad(const NDArray& g, const NDArray& x);  // g where x > 0
+NDArray eq_mask(const NDArray& a, const NDArray& b);    // 1 where a == b (broadcast)
+void assign(NDArray& target, const NDArray& src);       // target = src in place (broadcast)
+void sgd_update(NDArray& w, const NDArray& g, float alpha);  // w -= alpha * g in place
+
+}  // namespace detail
+}  // namespace asyncnd

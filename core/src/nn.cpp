@@ -1,0 +1,301 @@
+// nn: parameters, Dense, Sequential, L2Loss, SGD and the chapter's data iterator, built on the
+// nd:: ops (so autograd records them) and on two in-place helpers (assign, sgd_update).
+#include "asyncnd/nn.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "asyncnd/autograd.h"
+#include "asyncnd/ops.h"
+#include "autograd_internal.h"
+#include "ops_common.h"
+
+namespace asyncnd {
+namespace nn {
+
+// ---- Parameter ----------------------------------------------------------------------------
+
+struct Parameter::State {
+  std::string name;
+  Shape shape;
+  NDArray data;
+};
+
+Parameter::Parameter(std::string name, Shape shape) : s_(std::make_shared<State>()) {
+  s_->name = std::move(name);
+  s_->shape = std::move(shape);
+}
+
+namespace {
+const Parameter::State& state_of(const std::shared_ptr<Parameter::State>& s, const char* op) {
+  if (!s) throw Error(std::string(op) + ": parameter handle is empty");
+  return *s;
+}
+}  // namespace
+
+const std::string& Parameter::name() const { return state_of(s_, "Parameter::name").name; }
+const Shape& Parameter::shape() const { return state_of(s_, "Parameter::shape").shape; }
+bool Parameter::initialized() const { return s_ && s_->data.defined(); }
+
+NDArray Parameter::data() const {
+  const State& s = state_of(s_, "Parameter::data");
+  if (!s.data.defined())
+    throw Error("Parameter::data: parameter '" + s.name + "' " + shape_str(s.shape) +
+                " is not initialised yet (its input size is learnt at the first forward pass)");
+  return s.data;
+}
+
+NDArray Parameter::grad() const { return data().grad(); }
+
+void Parameter::initialize(const Shape& shape, const Init& init) {
+  static const char* kOp = "Parameter::initialize";
+  state_of(s_, kOp);
+  bool fits = shape.size() == s_->shape.size();
+  for (std::size_t d = 0; fits && d < shape.size(); ++d)
+    fits = shape[d] > 0 && (s_->shape[d] == 0 || s_->shape[d] == shape[d]);
+  if (!fits)
+    throw Error(std::string(kOp) + ": parameter '" + s_->name + "' " + shape_str(s_->shape) +
+                " cannot take the shape " + shape_str(shape));
+  autograd::Pause pause;
+  NDArray v;
+  const bool is_bias = shape.size() == 1;
+  if (is_bias) {
+    v = nd::zeros(shape);
+  } else if (init.kind == Init::Kind::kNormal) {
+    v = nd::random_normal(shape, 0.0f, init.scale);
+  } else {
+    float s = init.scale;
+    if (init.kind == Init::Kind::kXavier) {
+      // fan_out = shape[0] (units), fan_in = the rest.
+      const double fan_out = static_cast<double>(shape[0]);
+      const double fan_in = static_cast<double>(shape_size(shape)) / fan_out;
+      s = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+    }
+    v = nd::random_uniform(shape, -s, s);
+  }
+  v.attach_grad();
+  s_->shape = shape;
+  s_->data = std::move(v);
+}
+
+void Parameter::set_data(const NDArray& values) {
+  static const char* kOp = "Parameter::set_data";
+  state_of(s_, kOp);
+  detail::check_defined(kOp, values);
+  if (s_->data.defined() && values.shape() != s_->shape)
+    throw Error(std::string(kOp) + ": parameter '" + s_->name + "' has shape " +
+                shape_str(s_->shape) + ", got values of shape " + shape_str(values.shape()));
+  autograd::Pause pause;  // a copy, never part of a graph
+  NDArray v = values.copy();
+  v.attach_grad();
+  s_->shape = v.shape();
+  s_->data = std::move(v);
+}
+
+// ---- Block --------------------------------------------------------------------------------
+
+struct Block::Impl {
+  virtual ~Impl() = default;
+  virtual NDArray forward(const NDArray& x) = 0;
+  virtual void collect(std::vector<Parameter>& out) const = 0;
+};
+
+NDArray Block::operator()(const NDArray& x) const {
+  if (!impl_) throw Error("Block: empty block handle");
+  detail::check_defined("Block", x);
+  return impl_->forward(x);
+}
+
+std::vector<Parameter> Block::parameters() const {
+  std::vector<Parameter> out;
+  if (impl_) impl_->collect(out);
+  return out;
+}
+
+NDArray relu(const NDArray& x) { return nd::relu(x); }
+
+// ---- Dense --------------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<int> g_dense_count{0};  // names like Gluon's: dense0_weight, dense1_weight, ...
+
+struct DenseImpl : Block::Impl {
+  std::int64_t units;
+  std::string activation;
+  Init init;
+  Parameter weight, bias;
+
+  NDArray forward(const NDArray& x_in) override {
+    static const char* kOp = "Dense";
+    if (x_in.ndim() < 1)
+      throw Error(std::string(kOp) + ": expects a batch of inputs [batch, ...], got " +
+                  shape_str(x_in.shape()));
+    // Gluon flattens every axis but the first.
+    NDArray x = x_in.ndim() == 2 ? x_in : x_in.reshape({x_in.shape()[0], -1});
+    const std::int64_t in_units = x.shape()[1];
+    if (!weight.initialized()) {
+      if (weight.shape()[1] != 0 && weight.shape()[1] != in_units)
+        throw Error(std::string(kOp) + ": layer made for " + std::to_string(weight.shape()[1]) +
+                    " inputs, got " + shape_str(x_in.shape()));
+      weight.initialize({units, in_units}, init);
+      if (bias.defined()) bias.initialize({units}, init);
+    } else if (weight.shape()[1] != in_units) {
+      throw Error(std::string(kOp) + ": layer has " + std::to_string(weight.shape()[1]) +
+                  " inputs (weight " + shape_str(weight.shape()) + "), got " +
+                  shape_str(x_in.shape()));
+    }
+    NDArray y = nd::dot(x, weight.data(), false, true);
+    if (bias.initialized()) y = y + bias.data();
+    if (activation == "relu") return nd::relu(y);
+    if (activation == "sigmoid") return nd::sigmoid(y);
+    if (activation == "tanh") return nd::tanh(y);
+    return y;
+  }
+  void collect(std::vector<Parameter>& out) const override {
+    out.push_back(weight);
+    if (bias.defined()) out.push_back(bias);
+  }
+};
+
+struct SequentialImpl : Block::Impl {
+  std::vector<Block> blocks;
+  NDArray forward(const NDArray& x) override {
+    NDArray h = x;
+    for (const Block& b : blocks) h = b(h);
+    return h;
+  }
+  void collect(std::vector<Parameter>& out) const override {
+    for (const Block& b : blocks)
+      for (Parameter& p : b.parameters()) out.push_back(std::move(p));
+  }
+};
+
+}  // namespace
+
+Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias,
+             std::int64_t in_units, Init init) {
+  static const char* kOp = "Dense";
+  if (units <= 0) throw Error(std::string(kOp) + ": units must be positive, got " + std::to_string(units));
+  if (in_units < 0)
+    throw Error(std::string(kOp) + ": in_units must be >= 0 (0 = deferred), got " +
+                std::to_string(in_units));
+  if (!activation.empty() && activation != "relu" && activation != "sigmoid" &&
+      activation != "tanh")
+    throw Error(std::string(kOp) + ": unknown activation '" + activation +
+                "' (expected \"\", \"relu\", \"sigmoid\" or \"tanh\")");
+  auto d = std::make_shared<DenseImpl>();
+  const std::string prefix = "dense" + std::to_string(g_dense_count++) + "_";
+  d->units = units;
+  d->activation = activation;
+  d->init = init;
+  d->weight = Parameter(prefix + "weight", {units, in_units});
+  if (use_bias) d->bias = Parameter(prefix + "bias", {units});
+  if (in_units > 0) {
+    d->weight.initialize({units, in_units}, init);
+    if (use_bias) d->bias.initialize({units}, init);
+  }
+  impl_ = std::move(d);
+}
+
+Parameter Dense::weight() const { return static_cast<DenseImpl&>(*impl_).weight; }
+Parameter Dense::bias() const { return static_cast<DenseImpl&>(*impl_).bias; }
+
+Sequential::Sequential() : Block(std::make_shared<SequentialImpl>()) {}
+
+Sequential& Sequential::add(const Block& block) {
+  if (!block.defined()) throw Error("Sequential::add: empty block handle");
+  static_cast<SequentialImpl&>(*impl_).blocks.push_back(block);
+  return *this;
+}
+
+std::size_t Sequential::size() const { return static_cast<SequentialImpl&>(*impl_).blocks.size(); }
+
+// ---- L2Loss -------------------------------------------------------------------------------
+
+NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
+  static const char* kOp = "L2Loss";
+  detail::check_defined(kOp, pred);
+  detail::check_defined(kOp, label);
+  if (pred.ndim() < 1)
+    throw Error(std::string(kOp) + ": expects predictions with a batch axis, got " +
+                shape_str(pred.shape()));
+  NDArray lab = label;
+  if (label.shape() != pred.shape()) {
+    if (label.size() == pred.size()) {
+      lab = label.reshape(pred.shape());
+    } else if (nd::broadcast_shapes(pred.shape(), label.shape(), kOp) != pred.shape()) {
+      // (broadcast_shapes itself throws, naming both shapes, when they do not broadcast at all)
+      throw Error(std::string(kOp) + ": label " + shape_str(label.shape()) +
+                  " does not broadcast to the prediction's shape " + shape_str(pred.shape()));
+    }
+  }
+  NDArray d = pred - lab;
+  NDArray l = (d * d) * (0.5f * weight_);
+  // Mean over every axis but the first: one value per example.
+  if (l.ndim() == 1) return l;
+  return nd::mean(l.reshape({l.shape()[0], -1}), 1);
+}
+
+// ---- SGD ----------------------------------------------------------------------------------
+
+SGD::SGD(std::vector<Parameter> params, float learning_rate)
+    : params_(std::move(params)), lr_(learning_rate) {
+  for (const Parameter& p : params_)
+    if (!p.defined())
+      throw Error("SGD: empty parameter handle in the list");
+}
+
+void SGD::step(std::int64_t batch_size) {
+  static const char* kOp = "SGD::step";
+  if (batch_size <= 0)
+    throw Error(std::string(kOp) + ": batch_size must be positive, got " +
+                std::to_string(batch_size));
+  std::vector<NDArray> w, g;
+  for (const Parameter& p : params_) {
+    if (!p.initialized())
+      throw Error(std::string(kOp) + ": parameter '" + p.name() + "' " + shape_str(p.shape()) +
+                  " is not initialised yet: run a forward pass first");
+    w.push_back(p.data());
+    g.push_back(p.grad());
+  }
+  autograd::Pause pause;  // an update is never part of a graph
+  const float alpha = lr_ / static_cast<float>(batch_size);
+  for (std::size_t i = 0; i < w.size(); ++i) detail::sgd_update(w[i], g[i], alpha);
+}
+
+// ---- DataIter -----------------------------------------------------------------------------
+
+DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t features,
+                   int report_every)
+    : num_batches_(num_batches),
+      report_every_(report_every),
+      batch_size_(batch_size),
+      features_(features) {
+  if (num_batches < 0 || batch_size <= 0 || features <= 0)
+    throw Error("DataIter: need num_batches >= 0, batch_size > 0 and features > 0, got " +
+                std::to_string(num_batches) + ", " + std::to_string(batch_size) + ", " +
+                std::to_string(features));
+}
+
+bool DataIter::next(Batch& out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (given_ == 0) start_ = now;
+  // The chapter's generator prints when the consumer asks for the next batch, i.e. once the
+  // previous batch's step was issued.
+  if (report_every_ > 0 && given_ > 0 && given_ % report_every_ == 0)
+    std::printf("batch %d, time %f sec\n", given_,
+                std::chrono::duration<double>(now - start_).count());
+  if (given_ >= num_batches_) return false;
+  out.X = nd::random_normal({batch_size_, features_});
+  out.y = nd::ones({batch_size_});
+  ++given_;
+  handout_s_.push_back(std::chrono::duration<double>(now - start_).count());
+  return true;
+}
+
+}  // namespace nn
+}  // namespace asyncnd

@@ -1,0 +1,205 @@
+// nn (Dense, Sequential, L2Loss, SGD, DataIter): values by hand, deferred initialisation, errors,
+// an MLP that learns a small regression; and the engine's in-flight byte bound, which E6 uses to
+// bound the memory of a training loop that never synchronises.
+#include <asyncnd/asyncnd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "ops_test_util.h"
+
+using namespace asyncnd;
+using namespace asyncnd_test;
+
+namespace {
+
+// Restores the process-wide engine's in-flight bounds when it goes out of scope.
+struct BoundGuard {
+  std::size_t ops = engine().max_inflight_ops(), bytes = engine().max_inflight_bytes();
+  ~BoundGuard() { engine().set_max_inflight(ops, bytes); }
+};
+
+}  // namespace
+
+TEST_CASE("Dense defers its input size, with parameters, names and shapes", "[nn]") {
+  leak_checked([] {
+    nd::seed(7);
+    nn::Dense d(3, "relu");
+    REQUIRE(d.parameters().size() == 2);
+    nn::Parameter w = d.weight(), b = d.bias();
+    CHECK_FALSE(w.initialized());
+    CHECK(w.shape() == Shape{3, 0});
+    CHECK(w.name().find("weight") != std::string::npos);
+    NDArray y = d(nd::ones({4, 2, 5}));  // flattened to [4,10]
+    CHECK(y.shape() == Shape{4, 3});
+    CHECK(w.initialized());
+    CHECK(w.shape() == Shape{3, 10});
+    CHECK(b.data().shape() == Shape{3});
+    // Gluon's default initialisation: U(-0.07, 0.07) weights, zero biases.
+    for (float v : w.data().to_vector()) CHECK(std::fabs(v) <= 0.07f);
+    check_exact(b.data().to_vector(), {0, 0, 0}, "bias starts at zero");
+    // The same layer, by value: copies share it.
+    nn::Dense copy = d;
+    CHECK(copy.weight().data().var() == w.data().var());
+    // y = relu(x W^T + b), checked by hand on known values.
+    nn::Dense e(2, "", true, 3);
+    e.weight().set_data(nd::from_vector({1, 2, 3, -1, -2, -3}, {2, 3}));
+    e.bias().set_data(nd::from_vector({0.5f, 0.25f}, {2}));
+    check_exact(e(nd::from_vector({1, 1, 1}, {1, 3})).to_vector(), {6.5f, -5.75f}, "dense");
+    nn::Dense r(2, "relu", true, 3);
+    r.weight().set_data(nd::from_vector({1, 2, 3, -1, -2, -3}, {2, 3}));
+    check_exact(r(nd::from_vector({1, 1, 1}, {1, 3})).to_vector(), {6, 0}, "dense relu");
+  });
+}
+
+TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][errors]") {
+  expect_error([] { nn::Dense(0); }, {"Dense", "units", "0"});
+  expect_error([] { nn::Dense(4, "softplus"); }, {"Dense", "softplus"});
+  nn::Dense d(2, "", true, 3);
+  NDArray bad = nd::ones({4, 5});
+  nn::Sequential net;
+  net.add(nn::Dense(2));
+  nn::SGD early(net.parameters(), 0.1f);
+  NDArray p = nd::ones({4, 1}), l3 = nd::ones({3});
+  nd::waitall();
+  expect_error([&] { d(bad); }, {"Dense", "3 inputs", "[4,5]"});
+  expect_error([&] { early.step(4); }, {"SGD::step", "not initialised", "weight"});
+  expect_error([&] { net.parameters()[0].data(); }, {"Parameter::data", "not initialised"});
+  expect_error([&] { nn::L2Loss()(p, l3); }, {"L2Loss", "[4,1]", "[3]"});
+  expect_error([&] { nn::SGD(d.parameters(), 0.1f).step(0); }, {"SGD::step", "batch_size", "0"});
+  expect_error([&] { net.add(nn::Block()); }, {"Sequential::add", "empty"});
+}
+
+TEST_CASE("L2Loss is Gluon's, and SGD steps by lr * grad / batch_size", "[nn]") {
+  leak_checked([] {
+    nn::L2Loss loss;
+    NDArray pred = nd::from_vector({1, 2, 3}, {3, 1});
+    NDArray label = nd::from_vector({0, 4, 3}, {3});  // [N] label against [N,1] predictions
+    check_exact(loss(pred, label).to_vector(), {0.5f, 2.0f, 0.0f}, "0.5 (pred - label)^2");
+    NDArray wide = nd::from_vector({1, 2, 3, 4}, {2, 2});
+    check_exact(loss(wide, nd::zeros({2, 2})).to_vector(), {1.25f, 6.25f}, "mean over axis 1");
+
+    nn::Dense d(1, "", false, 2);
+    d.weight().set_data(nd::from_vector({1, -1}, {1, 2}));
+    nn::SGD trainer(d.parameters(), 0.5f);
+    NDArray x = nd::from_vector({1, 2, 3, 4}, {2, 2});
+    NDArray l;
+    {
+      autograd::Record rec;
+      l = loss(d(x), nd::zeros({2}));  // pred = x W^T = [-1, -1]
+    }
+    l.backward(nd::ones({2}));
+    // dl/dW = sum_i pred_i x_i = -[1,2] - [3,4] = [-4,-6]; W -= 0.5 * grad / 2.
+    check_exact(d.weight().grad().to_vector(), {-4, -6}, "gradient");
+    trainer.step(2);
+    check_exact(d.weight().data().to_vector(), {2.0f, 0.5f}, "after one step");
+  });
+}
+
+TEST_CASE("DataIter hands out the chapter's batches and times them", "[nn]") {
+  leak_checked([] {
+    nn::DataIter it(3, 8, 5);
+    nn::Batch b;
+    int n = 0;
+    while (it.next(b)) {
+      CHECK(b.X.shape() == Shape{8, 5});
+      CHECK(b.y.shape() == Shape{8});
+      ++n;
+    }
+    CHECK(n == 3);
+    REQUIRE(it.handout_s().size() == 3);
+    CHECK(it.handout_s()[0] == 0.0);
+    CHECK(it.handout_s()[2] >= it.handout_s()[1]);
+    check_exact(b.y.to_vector(), std::vector<float>(8, 1.0f), "labels are ones");
+  });
+  expect_error([] { nn::DataIter(1, 0, 5); }, {"DataIter", "batch_size"});
+}
+
+TEST_CASE("an MLP learns a small synthetic regression", "[nn]") {
+  leak_checked([] {
+    const std::uint64_t seed = test_seed("nn regression", 5);
+    nd::seed(seed);
+    const std::int64_t n = 256, f = 8;
+    NDArray X = nd::random_normal({n, f});
+    NDArray w_true = nd::random_normal({f, 1});
+    NDArray y = (nd::dot(X, w_true) + 0.5f).reshape({n});
+    nn::Sequential net;
+    net.add(nn::Dense(32, "relu")).add(nn::Dense(1));
+    nn::L2Loss loss;
+    nn::SGD trainer(net.parameters(), 0.1f);
+    float first = -1, last = -1;
+    for (int step = 0; step < 300; ++step) {
+      NDArray l;
+      {
+        autograd::Record rec;
+        l = loss(net(X), y);
+      }
+      l.backward(nd::ones({n}));
+      trainer.step(n);
+      if (step == 0) first = l.mean().item();
+      if (step == 299) last = l.mean().item();
+    }
+    INFO("mean loss: first " << first << ", last " << last);
+    CHECK(first > 1.0f);   // the labels have variance ~f: an untrained net is far off
+    CHECK(last < 0.05f);   // a well-fit regression
+    CHECK(net.parameters().size() == 4);
+  });
+}
+
+TEST_CASE("with a byte bound, engine memory stays under the bound plus one op's output",
+          "[nn][backpressure]") {
+  BoundGuard guard;
+  const std::int64_t elems = 1 << 18;  // 1 MiB outputs
+  const std::size_t out_bytes = static_cast<std::size_t>(elems) * sizeof(float);
+  const std::size_t bound = 4 * out_bytes;
+  const int n = static_cast<int>(scaled(400, 40));
+  NDArray x = nd::ones({elems});
+  NDArray acc = nd::zeros({elems});
+  nd::waitall();
+  const auto base = engine().stats().bytes_in_use;
+  engine().set_max_inflight(engine().max_inflight_ops(), bound);
+  engine().reset_peak_bytes();
+  for (int i = 0; i < n; ++i) {
+    NDArray y = nd::exp(x) + 1.0f;  // two outputs per iteration, each dropped at once
+    acc += y;
+  }
+  nd::waitall();
+  const auto peak = engine().stats().bytes_peak;
+  INFO("peak " << peak << " base " << base << " bound " << bound);
+  CHECK(peak <= base + bound + out_bytes);
+  const float want = static_cast<float>(n) * (std::exp(1.0f) + 1.0f);
+  CHECK(acc.to_vector()[0] == Approx(want).epsilon(1e-5));
+}
+
+TEST_CASE("without a bound the frontend runs far ahead, and the results are right",
+          "[nn][backpressure]") {
+  BoundGuard guard;
+  engine().set_max_inflight(engine().max_inflight_ops(), 0);
+  const std::int64_t elems = 1 << 16;
+  const std::size_t out_bytes = static_cast<std::size_t>(elems) * sizeof(float);
+  const int n = static_cast<int>(scaled(200, 20));
+  NDArray x = nd::ones({elems});
+  nd::waitall();
+  const auto base = engine().stats().bytes_in_use;
+  engine().reset_peak_bytes();
+  // A gate holds every op that reads x until the frontend has pushed them all: deterministic
+  // proof that push did not wait, with all n outputs allocated at once.
+  std::atomic<bool> open{false};
+  engine().push([&] {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }, {}, {x.var()});
+  std::vector<NDArray> ys;
+  for (int i = 0; i < n; ++i) ys.push_back(x * static_cast<float>(i));
+  CHECK(engine().stats().pending >= static_cast<std::uint64_t>(n));
+  CHECK(engine().stats().bytes_in_use >= base + n * out_bytes);
+  open = true;
+  for (int i = 0; i < n; i += 17) CHECK(ys[i].to_vector()[elems - 1] == static_cast<float>(i));
+  ys.clear();
+  nd::waitall();
+  CHECK(engine().stats().bytes_peak >= base + n * out_bytes);
+  CHECK(engine().stats().bytes_in_use == base);
+}
