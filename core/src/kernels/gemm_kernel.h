@@ -130,6 +130,11 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
                          float beta) {
   f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
+  // Unrolled by 2 under clang (the wasm build): V8 then runs the loop at 45.6-46.1 GFLOP/s (one
+  // thread, 1000x1000 GEMM) instead of 38.2-38.6; by 4, at 26-27 (V8 spills registers).
+#if defined(__clang__)
+#pragma clang loop unroll_count(2)
+#endif
   for (std::int64_t p = 0; p < kc; ++p) {
     const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
 #if !defined(__wasm_simd128__)
