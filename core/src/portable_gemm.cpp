@@ -30,14 +30,8 @@ using g::kNr;
 // GFLOP per CPU-second, which time-slicing by other processes does not lower): MC = 96 at 45.5-46,
 // MC = 48 at 43.6-44.8: each row block streams all of packed B from L3, and two threads share it.
 // A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
-#ifndef KCMAX
-#define KCMAX 512
-#endif
-#ifndef MCB
-#define MCB 96
-#endif
-constexpr std::int64_t kKc = KCMAX;  // depth of a packed block
-constexpr std::int64_t kMc = MCB;   // rows of a packed block of A (a multiple of kMr)
+constexpr std::int64_t kKc = 512;  // depth of a packed block
+constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr)
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
 // Flops a parallel chunk should at least carry (~40 us here), so a hand-off stays cheap.
@@ -109,7 +103,6 @@ struct Problem {
   float alpha;
   const float* a;
   std::int64_t lda;
-  std::int64_t kc_step;   // depth of the k-blocks (the last may be shorter)
   const float* packed_b;  // k-block at p0 starts at p0 * npanels * kNr; its panel j at j * kc * kNr
   std::int64_t npanels;
   float beta;
@@ -139,15 +132,15 @@ void run_block(const Problem& pr, std::int64_t i0, std::int64_t i1, std::int64_t
   // Equal row blocks of at most kMc rows (multiples of kMr), so no block is a thin remainder.
   const std::int64_t nblocks = ceil_div(rows, kMc);
   const std::int64_t mc_step = ceil_div(ceil_div(rows, nblocks), kMr) * kMr;
-  const std::int64_t kc_max = pr.kc_step;
+  const std::int64_t kc_max = std::min(pr.k, kKc);
   std::unique_ptr<float[]> abuf(new float[static_cast<std::size_t>(mc_step * kc_max)]);
   const g::Update first = pr.beta == 0.0f   ? g::Update::kOverwrite
                           : pr.beta == 1.0f ? g::Update::kAdd
                                             : g::Update::kScale;
   for (std::int64_t ib = i0; ib < i1; ib += mc_step) {
     const std::int64_t mc = std::min(mc_step, i1 - ib);
-    for (std::int64_t p0 = 0; p0 < pr.k; p0 += pr.kc_step) {
-      const std::int64_t kc = std::min(pr.kc_step, pr.k - p0);
+    for (std::int64_t p0 = 0; p0 < pr.k; p0 += kKc) {
+      const std::int64_t kc = std::min(kKc, pr.k - p0);
       g::pack_a(pr.trans_a, pr.a, pr.lda, ib, mc, p0, kc, pr.alpha, abuf.get());
       const g::Update mode = p0 == 0 ? first : g::Update::kAdd;
       const float* bslab = pr.packed_b + p0 * pr.npanels * kNr;
@@ -197,17 +190,16 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
 
   // Pack op(B): each chunk packs whole panels, all k-blocks.
   const std::int64_t pack_grain = std::max<std::int64_t>(1, 32768 / (k * kNr));
-  const std::int64_t kc_step = ceil_div(k, ceil_div(k, kKc));
   eng.parallel_for(npanels, pack_grain, [=](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t p0 = 0; p0 < k; p0 += kc_step) {
-      const std::int64_t kc = std::min(kc_step, k - p0);
+    for (std::int64_t p0 = 0; p0 < k; p0 += kKc) {
+      const std::int64_t kc = std::min(kKc, k - p0);
       float* slab = pb + p0 * npanels * kNr;
       for (std::int64_t j = j0; j < j1; ++j)
         g::pack_b_panel(trans_b, b, ldb, p0, kc, j * kNr, n, slab + j * kc * kNr);
     }
   });
 
-  const Problem pr{trans_a, m, n, k, alpha, a, lda, kc_step, pb, npanels, beta, c, ldc};
+  const Problem pr{trans_a, m, n, k, alpha, a, lda, pb, npanels, beta, c, ldc};
   const std::int64_t mpanels = ceil_div(m, kMr);
   // Split the longer side of C, measured in micro-tiles (a row panel carries half the flops of a
   // column panel): every task then has enough rows or columns to keep the micro-kernel busy.
