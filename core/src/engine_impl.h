@@ -138,6 +138,11 @@ struct ParallelJob {
   const std::function<void(std::int64_t, std::int64_t)>* fn = nullptr;
   SpinLock error_lock;
   std::exception_ptr error;  // the first chunk's exception
+  // The caller sleeps here (wasm only) while helpers finish their last chunks; whoever finishes
+  // the last chunk wakes it when caller_sleeps is set.
+  std::atomic<bool> caller_sleeps{false};
+  std::mutex wait_mu;
+  std::condition_variable wait_cv;
 };
 
 // The workers of one device and their ready queue.

@@ -154,7 +154,11 @@ void run_chunks(ParallelJob* job) {
       std::lock_guard<SpinLock> lk(job->error_lock);
       if (!job->error) job->error = std::current_exception();
     }
-    job->done.fetch_add(1, std::memory_order_release);
+    if (job->done.fetch_add(1, std::memory_order_seq_cst) + 1 == job->nchunks &&
+        job->caller_sleeps.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lk(job->wait_mu);
+      job->wait_cv.notify_one();
+    }
   }
 }
 void unref(ParallelJob* job) {
@@ -211,10 +215,22 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
   }
   njobs_.fetch_sub(1, std::memory_order_relaxed);
   // Chunks taken by helpers may still run: fn lives on our caller's stack until they are done.
-  while (job->done.load(std::memory_order_acquire) < job->nchunks) {
+  auto all_done = [job] { return job->done.load(std::memory_order_seq_cst) >= job->nchunks; };
+#if defined(__EMSCRIPTEN__)
+  // In wasm, yield() does not give up the core (sched_yield only runs queued calls): on a busy
+  // machine a spinning caller takes CPU from a helper that another process has descheduled. So
+  // spin briefly, then sleep until the last chunk's runner wakes us.
+  if (!spin_until(all_done, std::chrono::microseconds(50))) {
+    std::unique_lock<std::mutex> lk(job->wait_mu);
+    job->caller_sleeps.store(true, std::memory_order_seq_cst);
+    job->wait_cv.wait(lk, all_done);
+  }
+#else
+  while (!all_done()) {
     cpu_relax();
     std::this_thread::yield();
   }
+#endif
   // All chunks done: no more writers. Moved out, so that a helper that frees the job later does
   // not release the exception on its thread.
   std::exception_ptr error = std::move(job->error);
