@@ -10,7 +10,7 @@
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU)
-#   make clean          removes the build trees
+#   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -93,7 +93,7 @@ bench-wasm: wasm
 	node bench/wasm/bench.mjs
 
 clean:
-	rm -rf build build-tsan build-asan build-wasm wasm/dist
+	rm -rf build build-tsan build-asan build-wasm wasm/dist web/vendor
 
 # The web playground (web/). Its npm packages (chart, graph, editor libraries; playwright-core for
 # the tests) come from web/package-lock.json, installed only when node_modules is missing or older
