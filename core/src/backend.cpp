@@ -1,6 +1,7 @@
 // backend_for: maps a Device to the registered or built-in backend that serves it, or a clear
 // error; the default device-backend entries; synchronize_devices.
 #include <atomic>
+#include <chrono>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -52,6 +53,19 @@ void synchronize_devices() {
     const int count = backend->device_count();
     for (int id = 0; id < count; ++id) backend->synchronize(id, nullptr);
   }
+}
+
+std::atomic<ClockNs> g_profiler_clock{nullptr};
+
+void set_profiler_clock(ClockNs clock) noexcept {
+  g_profiler_clock.store(clock, std::memory_order_release);
+}
+
+std::int64_t profiler_clock_ns() noexcept {
+  if (ClockNs c = g_profiler_clock.load(std::memory_order_acquire)) return c();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace detail

@@ -21,7 +21,7 @@ constexpr auto kWaitSpin = std::chrono::microseconds(50);
 }  // namespace
 
 EngineImpl::EngineImpl(EngineOptions options) {
-  t0_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  t0_ns_ = profiler_clock_ns();
   for (int i = 0; i < kMaxDevices; ++i) {
     mem_[i].device = i == 0 ? Device::cpu() : Device::gpu(i - 1);
   }
@@ -778,9 +778,7 @@ void EngineImpl::note_free(Device device, std::size_t bytes) {
 }
 
 double EngineImpl::now_us() const {
-  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-  return static_cast<double>(now - t0_ns_.load(std::memory_order_relaxed)) *
-         (1e6 * std::chrono::steady_clock::period::num / std::chrono::steady_clock::period::den);
+  return static_cast<double>(profiler_clock_ns() - t0_ns_.load(std::memory_order_relaxed)) * 1e-3;
 }
 
 }  // namespace detail

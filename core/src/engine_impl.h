@@ -309,7 +309,7 @@ class EngineImpl {
   static int mem_index(Device d) { return d.is_cpu() ? 0 : 1 + (d.id & 15); }
 
   std::atomic<bool> profiling_{false};
-  // Profiler epoch, steady_clock nanoseconds; atomic because workers read it while a new
+  // Profiler epoch, profiler_clock_ns(); atomic because workers read it while a new
   // profiling session starts.
   std::atomic<std::int64_t> t0_ns_{0};
   mutable std::mutex prof_mu_;

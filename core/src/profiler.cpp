@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "asyncnd/detail/backend.h"
 #include "engine_impl.h"
 
 namespace asyncnd {
@@ -46,7 +47,7 @@ int tid_of(int worker) { return worker < 0 ? 0 : worker + 1; }
 void EngineImpl::start_profiling() {
   std::lock_guard<std::mutex> lk(prof_mu_);
   events_.clear();
-  t0_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  t0_ns_ = profiler_clock_ns();
   profiling_.store(true);
 }
 

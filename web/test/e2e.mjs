@@ -159,6 +159,10 @@ try {
     const f = await runPanel('E5');
     for (const k of ['syncS', 'asyncS', 't1', 't2', 't3', 'speedup']) assert.ok(f[k] >= 0, `${k}=${f[k]}`);
     assert.ok(f.t1 > 0 && f.t2 > 0);
+    // One clock for every engine thread (wasm/backends.cpp): no op of the 1000 drawn appears to
+    // start before an op it reads finished on another thread.
+    const note = await page.textContent('#panel-E5 .timeline-note');
+    assert.ok(!/clocks disagree/.test(note), note);
   });
 
   await check('E6: trains the MLP three ways on nd.nn; peak memory per mode and the memory line chart', async () => {

@@ -77,6 +77,16 @@ Backend& backend_for(Device device, const char* op = "device");
 // its use.
 void register_backend(Backend* backend);
 
+// (optional) The clock of the profiler's timestamps, in nanoseconds from any fixed origin. It must
+// agree across every thread that runs or pushes ops, since events from different threads are
+// drawn on one timeline. Default: std::chrono::steady_clock. A product sets it at most once, at
+// startup and before profiling, where its threads' steady clocks disagree (wasm/: Emscripten
+// 3.1.6 sets each browser thread's clock from another thread by a message, off by its delay).
+using ClockNs = std::int64_t (*)();
+void set_profiler_clock(ClockNs clock) noexcept;
+// The profiler's clock now: the one set above, else steady_clock. Any thread.
+std::int64_t profiler_clock_ns() noexcept;
+
 // Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.
 void reference_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
