@@ -263,8 +263,9 @@ function showTimeline(key, canvas, note, m) {
   const skew = clockSkewUs(events);
   if (skew > 1) {
     note.textContent += ` The threads' clocks disagree by at least ${(skew / 1e3).toFixed(3)} ms in this run ` +
-      '(an op appears to start before an op it reads finished, on another thread): each engine thread\'s clock ' +
-      'is set from another\'s by a message in this WebAssembly build, so bars on different rows may be shifted by that much.';
+      '(an op appears to start before an op it reads finished, on another thread), so bars on different rows may be ' +
+      'shifted by that much. The module times every thread with one clock (performance.timeOrigin + now()); ' +
+      'a disagreement means the browser\'s clocks drifted.';
   }
 }
 
