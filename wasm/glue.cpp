@@ -105,9 +105,13 @@ Shape to_shape(const val& v, const char* op, bool allow_minus_one) {
   for (unsigned i = 0; i < n; ++i) {
     const val d = v[i];
     const double x = d.isNumber() ? d.as<double>() : std::nan("");
-    const bool ok = std::isfinite(x) && x == std::floor(x) && (x >= 0 || (allow_minus_one && x == -1));
+    // Whole numbers a double holds exactly (2^53 - 1 at most), so the cast below is defined.
+    const bool ok = std::isfinite(x) && x == std::floor(x) && x <= 9007199254740991.0 &&
+                    (x >= 0 || (allow_minus_one && x == -1));
     if (!ok) {
-      throw Error(std::string(op) + ": bad dimension " + d.call<std::string>("toString") +
+      // String(), not d.toString(): undefined and null have no toString (index.cjs checks shapes
+      // first; this is the second line for callers of the raw module).
+      throw Error(std::string(op) + ": bad dimension " + val::global("String")(d).as<std::string>() +
                   " at index " + std::to_string(i) + " of the shape");
     }
     s.push_back(static_cast<std::int64_t>(x));

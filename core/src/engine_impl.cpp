@@ -2,6 +2,7 @@
 // errors and backpressure. Worker pools are in worker_pool.cpp, the profiler in profiler.cpp.
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -19,6 +20,9 @@ std::atomic<std::int64_t> g_live_vars{0};
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
 }  // namespace
+
+// Ops the naive engine is running on this thread (ops that ops push nest).
+thread_local int t_naive_op_depth = 0;
 
 EngineImpl::EngineImpl(EngineOptions options) {
   t0_ns_ = profiler_clock_ns();
@@ -58,9 +62,20 @@ void EngineImpl::stop() {
 }
 
 void EngineImpl::reconfigure(EngineOptions options) {
-  waitall();
+  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
+    throw Error("configure_engine: called from inside an op; it would stop its own worker");
+  }
+  // An earlier op's failure does not stop the reconfiguration: it is applied, then the failure is
+  // reported (as waitall would have), so one call both configures and reports.
+  std::exception_ptr failure;
+  try {
+    waitall();
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
   stop();
   start(options);
+  if (failure) std::rethrow_exception(failure);
 }
 
 int EngineImpl::num_workers(Device device) {
@@ -585,7 +600,8 @@ void EngineImpl::wait_to_read(const Var& var) {
 }
 
 void EngineImpl::waitall() {
-  if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
+  // The naive engine runs an op inside push: waiting for everything pushed would wait for itself.
+  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
     throw Error("waitall: called from inside an op; it would deadlock the worker");
   }
   // Done when, at one instant, everything pushed has finished: that includes ops that running
@@ -660,6 +676,10 @@ void EngineImpl::run_deleter(OpFunction& on_delete) {
 
 void EngineImpl::run_naive(OprBlock* op) {
   std::lock_guard<std::recursive_mutex> lk(naive_mu_);
+  ++t_naive_op_depth;
+  struct Leave {
+    ~Leave() { --t_naive_op_depth; }
+  } leave;
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) {
     op->profiled = true;

@@ -194,7 +194,8 @@ class Engine {
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
   // Then waits for every GPU to finish its queued work, and throws a device error if one failed.
-  // Must not be called from inside an op.
+  // Must not be called from inside an op: throws "waitall: called from inside an op" there (with
+  // either engine kind).
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
@@ -253,9 +254,11 @@ class Engine {
 // before exit.
 Engine& engine();
 
-// Replaces the process-wide engine's kind and worker count: waits for all work first (rethrowing
-// like waitall), then restarts the workers. Variables and arrays stay valid. Call it from one
-// thread while no other thread uses the engine.
+// Replaces the process-wide engine's kind and worker count: waits for all work first, then
+// restarts the workers. Variables and arrays stay valid. Call it from one thread while no other
+// thread uses the engine. If an earlier op failed and no wait reported it yet, the configuration
+// is still applied, then that failure is thrown (as waitall would). Throws "configure_engine:
+// called from inside an op" from an op (and changes nothing).
 void configure_engine(EngineOptions options);
 
 }  // namespace asyncnd
