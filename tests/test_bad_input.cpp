@@ -110,3 +110,22 @@ TEST_CASE("configure_engine applies the configuration, then reports an earlier f
   configure_engine(original);
   CHECK(engine().kind() == original.kind);
 }
+
+// Found by the fuzz test: ops with an empty output queued nothing, so an input's failure never
+// reached them, and a wait on them returned as if all was well.
+TEST_CASE("an op with an empty output still carries an input's failure", "[engine][errors]") {
+  leak_checked([] {
+    NDArray a = nd::zeros({0, 3});
+    NDArray bad = a.copy();
+    PushOptions o;
+    o.name = "failing_op";
+    engine().push([] { throw std::runtime_error("kernel exploded"); }, {}, {bad.var()}, o);
+    const NDArray deps[] = {nd::exp(bad), bad + a, bad * 2.0f, nd::transpose(bad), nd::sum(bad, 1),
+                            nd::dot(bad, nd::zeros({3, 0})), bad.copy()};
+    for (const NDArray& d : deps) {
+      CHECK_THROWS_WITH(d.wait_to_read(), Catch::Contains("failing_op") && Catch::Contains("kernel exploded"));
+    }
+    CHECK_THROWS_WITH(bad.to_vector(), Catch::Contains("kernel exploded"));
+    CHECK_NOTHROW(engine().waitall());
+  });
+}
