@@ -3,7 +3,7 @@
 // carrying a sound bound on the float32 error of each element; every bad call must throw
 // asyncnd::Error naming the op and queue nothing; at the end no array, variable or byte is left.
 //   ASYNCND_FUZZ_SEED=N   reproduce a run (the seed is printed)
-//   ASYNCND_FUZZ_STEPS=N  steps per engine configuration (default 1500, times ASYNCND_TEST_SCALE)
+//   ASYNCND_FUZZ_STEPS=N  steps per engine configuration (default 4000, times ASYNCND_TEST_SCALE)
 // `make fuzz` runs long sequences for several seeds, engine kinds and worker counts.
 #include <asyncnd/asyncnd.h>
 
@@ -778,7 +778,7 @@ void run_fuzz(const char* config, std::int64_t steps) {
 
 TEST_CASE("fuzz: random API sequences on the engine as configured", "[fuzz]") {
   // The process-wide engine as ASYNCND_ENGINE / ASYNCND_CPU_WORKERS made it (make fuzz varies them).
-  run_fuzz(engine().kind() == EngineKind::kNaive ? "naive" : "threaded", fuzz_steps(1500));
+  run_fuzz(engine().kind() == EngineKind::kNaive ? "naive" : "threaded", fuzz_steps(4000));
 }
 
 TEST_CASE("fuzz: the naive engine and other worker counts", "[fuzz]") {
@@ -789,7 +789,7 @@ TEST_CASE("fuzz: the naive engine and other worker counts", "[fuzz]") {
     o.cpu_workers = workers;
     configure_engine(o);
     run_fuzz(workers == 0 ? "naive" : workers == 1 ? "threaded, 1 worker" : "threaded, 4 workers",
-             fuzz_steps(1500) / 3);
+             fuzz_steps(4000) / 3);
   }
   configure_engine(original);
 }

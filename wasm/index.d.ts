@@ -1,12 +1,19 @@
 // TypeScript types of the asyncnd package (index.cjs / index.mjs).
 
+/** Dimensions: non-negative integers that a double holds exactly (no undefined, null, strings or
+ *  fractions: those throw an Error naming the op). An array holds at most 536870911 float32
+ *  elements (2^31 - 4 bytes, wasm32's limit); a larger shape throws "<op>: shape [...] has too
+ *  many elements". Every other integer argument (axes, seeds, bounds, sizes) is range-checked
+ *  before it reaches the module, never wrapped to int32: axes must be int32 and in range. */
 export type Shape = number[];
 
 /** A float32 n-dimensional array computed asynchronously by the engine. */
 export interface NDArray {
   /** The dimensions (a copy). Non-blocking. Throws if the array was deleted. */
   readonly shape: Shape;
+  /** Number of dimensions. Non-blocking. Throws if the array was deleted. */
   readonly ndim: number;
+  /** Number of elements. Non-blocking. Throws if the array was deleted. */
   readonly size: number;
   readonly isDeleted: boolean;
 
@@ -214,6 +221,7 @@ export interface Asyncnd {
 
   zeros(shape: Shape | number): NDArray;
   ones(shape: Shape | number): NDArray;
+  /** Throws an Error naming full when value is not a number. */
   full(shape: Shape | number, value: number): NDArray;
   arange(stop: number): NDArray;
   arange(start: number, stop: number, step?: number): NDArray;

@@ -3,7 +3,7 @@
 // sound bound on each element's float32 error; every bad call must throw an Error naming the op
 // and queue nothing; at the end (helpers' afterEach) no array, variable or byte is left.
 //   ASYNCND_FUZZ_SEED=N   reproduce a run (the seed is printed)
-//   ASYNCND_FUZZ_STEPS=N  number of steps (default 1500)
+//   ASYNCND_FUZZ_STEPS=N  number of steps (default 3000)
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -12,7 +12,7 @@ const h = require('./helpers');
 const loading = h.setup();
 
 const SEED = Number(process.env.ASYNCND_FUZZ_SEED || 20261124);
-const STEPS = Number(process.env.ASYNCND_FUZZ_STEPS || 1500);
+const STEPS = Number(process.env.ASYNCND_FUZZ_STEPS || 3000);
 // Float32's unit roundoff, doubled (FMA contraction and reassociation in SIMD kernels).
 const U = 2 ** -23;
 // exp, tanh, sigmoid: the kernels' accuracy (the conformance table's tolerances, doubled).
