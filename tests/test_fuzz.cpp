@@ -267,6 +267,8 @@ class Fuzzer {
   double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
 
   Shape random_shape() {
+    // Now and then an array large enough that the kernels split it across the workers.
+    if (pick(40) == 0) return Shape{1 + pick(2), 150 + pick(100), 150 + pick(100)};
     Shape s(pick(4));
     for (auto& d : s) d = pick(9) == 0 ? (pick(4) == 0 ? 0 : 1) : 1 + pick(5);
     return s;
