@@ -5,8 +5,8 @@
 //   E3  barriers: waitToRead and waitAll
 //   E4  implicit blockers: dataSync, item, toString; and the non-blocking `await data()`
 //   E5  10 000 x (y = x + 1), waiting each time vs once, with the chapter's t1/t2/t3 model
-//   E6  the memory of training the chapter's MLP: reading the loss each batch, never, and never
-//       with the engine's backpressure bound (examples/node/e6_mlp.mjs)
+//   E6  the memory of training the chapter's MLP: reading the loss each batch, never (byte bound
+//       off), never with a small bound, and never with the default engine (examples/node/e6_mlp.mjs)
 // Run from the repository root after `make wasm`:
 //   node examples/node/chapter.mjs [threads] [E6 batches, default 100]
 // (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds, plus about a
@@ -220,10 +220,12 @@ nd.seed(42);
   // RSS of any run after it.
   const a = runE6(nd, 'sync', { batches: e6Batches });
   const c = runE6(nd, 'bounded', { batches: e6Batches });
+  const d = runE6(nd, 'default', { batches: e6Batches });
   const b = runE6(nd, 'nosync', { batches: e6Batches });
   show('(a) read the loss each batch (l.mean().item())', a);
-  show('(b) never read it', b);
+  show('(b) never read it, the byte bound switched off (setMaxInflight({ ops, bytes: 0 }))', b);
   show(`(c) never read it, nd.engine.setMaxInflight({ bytes: ${(c.boundBytes / 1e6).toFixed(1)} MB })`, c);
+  show(`(d) never read it, the default engine (byte bound ${(d.boundBytes / 1e6).toFixed(1)} MB from the ${d.boundSource}; ${d.pushWaits} pushes waited)`, d);
   console.log('  Without a read the frontend queues every batch at once and each holds its activations\n' +
               '  until the workers reach it; the bound makes the pushes wait instead.');
   if (b.error) {
