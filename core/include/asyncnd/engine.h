@@ -87,10 +87,11 @@ struct MemoryLimit {
 MemoryLimit program_memory_limit();
 
 // The default byte bound of the process-wide engine is this fraction (1/4) of
-// program_memory_limit(): natively, a machine with room lets the chapter's E6 run all 100 batches
-// ahead (6.3 GB queued against a 6 GiB bound on 24 GiB) and a small one is protected; in
-// WebAssembly 512 MiB of the 2 GiB heap, so E6's 100 batches complete with the heap under
-// 1.5 GiB. The measurements behind 1/4 are in bench/README.md ("The default byte bound").
+// program_memory_limit(): on a machine with room the chapter's E6 runs ahead (on 24 GiB it queued
+// 3.2 GB before a push first waited), the bound never lets queued work alone take the memory the
+// program needs for itself, and in WebAssembly (512 MiB of the 2 GiB heap) E6's 100 batches
+// complete with the heap at 416 MB. The measurements behind 1/4 (and 1/16, 1/64, 1/2) are in
+// bench/README.md, "The default byte bound".
 inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
 
 struct EngineOptions {
