@@ -368,6 +368,10 @@ val stats() {
         o.set("pending", static_cast<double>(s.pending));
         o.set("inflightBytes", static_cast<double>(s.inflight_bytes));
         o.set("liveVars", static_cast<double>(s.live_vars));
+        o.set("maxInflightOps", static_cast<double>(s.max_inflight_ops));
+        o.set("maxInflightBytes", static_cast<double>(s.max_inflight_bytes));
+        o.set("maxInflightBytesSource", std::string(bound_source_name(s.max_inflight_bytes_source)));
+        o.set("pushWaits", static_cast<double>(s.push_waits));
         o.set("bytesInUse", static_cast<double>(s.bytes_in_use));
         o.set("bytesPeak", static_cast<double>(s.bytes_peak));
         o.set("liveArrays", g_live);
@@ -400,6 +404,21 @@ int set_max_inflight(double ops, double bytes) {
         return 0;
       },
       -1);
+}
+
+int reset_max_inflight() {
+  return guarded(
+      [] {
+        engine().reset_max_inflight();
+        return 0;
+      },
+      -1);
+}
+
+int set_env(std::string name, std::string value) {
+  // Only the engine's own variables: the module's environment is not the process's.
+  if (name.rfind("ASYNCND_", 0) != 0) return -1;
+  return ::setenv(name.c_str(), value.c_str(), 1);
 }
 
 int reset_peak() {

@@ -448,19 +448,24 @@ function makeApi(M, threads) {
       // Resets stats().bytesPeak to the bytes in use now (to measure one run's peak).
       resetPeak() { check(M.resetPeak()); },
       // pushed, finished, pending, inflightBytes, liveVars, bytesInUse, bytesPeak, liveArrays,
-      // workers, devices[].
+      // workers, devices[]; the bounds in force: maxInflightOps, maxInflightBytes (0 = none),
+      // maxInflightBytesSource ('wasm heap' | 'env' | 'user' | 'none'), and pushWaits (pushes
+      // that waited on a bound).
       stats() {
         const s = M.stats();
         if (s === null) throw new Error(M.takeError());
         return s;
       },
       // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
-      // workers catch up.
+      // workers catch up. Replaces both bounds, the default ones included (see resetMaxInflight).
       setMaxInflight({ ops = 0, bytes = 0 } = {}) {
         intArg('setMaxInflight', 'ops', ops, 0, Number.MAX_SAFE_INTEGER);
         intArg('setMaxInflight', 'bytes', bytes, 0, Number.MAX_SAFE_INTEGER);
         check(M.setMaxInflight(ops, bytes));
       },
+      // Back to the bounds the engine started with: 524288 ops and a quarter of the module's
+      // maximum heap (512 MiB of 2 GiB), or ASYNCND_MAX_INFLIGHT_OPS/_BYTES (Node).
+      resetMaxInflight() { check(M.resetMaxInflight()); },
     },
     profiler: {
       start() { check(M.profilerStart()); },
@@ -782,6 +787,12 @@ async function instantiate(threads, moduleUrl) {
     options.wasmBinary = require('fs').readFileSync(path.join(__dirname, 'dist', 'asyncnd.wasm'));
   }
   const M = await factory(options);
+  if (isNode) {
+    // The module has its own environment: hand it the bounds' overrides before the engine starts.
+    for (const k of ['ASYNCND_MAX_INFLIGHT_BYTES', 'ASYNCND_MAX_INFLIGHT_OPS']) {
+      if (process.env[k] !== undefined) M.setEnv(k, process.env[k]);
+    }
+  }
   if (M.init(threads) < 0) throw new Error(M.takeError());
   if (isNode) {
     // The engine's workers live as long as the module; they must not keep the process alive.

@@ -186,6 +186,14 @@ export interface EngineStats {
   pending: number;
   inflightBytes: number;
   liveVars: number;
+  /** The op bound in force (default 524288; 0 = none). */
+  maxInflightOps: number;
+  /** The byte bound in force: by default a quarter of the module's maximum heap (512 MiB of 2 GiB); 0 = none. */
+  maxInflightBytes: number;
+  /** Where the byte bound came from. */
+  maxInflightBytesSource: 'wasm heap' | 'env' | 'user' | 'none';
+  /** How many pushes have waited on a bound since the module loaded. */
+  pushWaits: number;
   bytesInUse: number;
   bytesPeak: number;
   /** Arrays (handles) alive in this module instance. */
@@ -268,8 +276,15 @@ export interface Asyncnd {
     stats(): EngineStats;
     /** bytesPeak restarts from the bytes in use now. */
     resetPeak(): void;
-    /** Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none. */
+    /**
+     * Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none.
+     * Replaces both bounds, the defaults included (524288 ops and a quarter of the module's
+     * maximum heap, 512 MiB; in Node ASYNCND_MAX_INFLIGHT_OPS / _BYTES replace those at load).
+     * Throws an Error for a negative or fractional value.
+     */
     setMaxInflight(bound: { ops?: number; bytes?: number }): void;
+    /** Restores the bounds the engine started with (the defaults, or the environment's). */
+    resetMaxInflight(): void;
   };
   profiler: {
     start(): void;

@@ -151,8 +151,10 @@ export const PANELS = [
     title: 'Memory: do not overfill the queue',
     wide: true,
     explain: 'The chapter trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
-      'L2 loss) three ways: with a synchronising read of the loss each batch, with none (the frontend races ahead and every ' +
-      'queued batch holds its memory), and with none but the engine’s backpressure bound, which makes a push wait instead. ' +
+      'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
+      '(the frontend races ahead and every queued batch holds its memory: past about 33 batches the module’s 2 GiB run out); ' +
+      'with none but a small backpressure bound, which makes a push wait instead; and with none on the default engine, whose ' +
+      'byte bound (a quarter of the module’s heap, 512 MiB) lets the frontend run ahead, then waits. ' +
       'The chart samples the engine’s bytes in use over time.',
     params: [{ key: 'batches', label: 'batches', value: 20, min: 2, max: 100 },
              { key: 'boundMB', label: 'bound MB', value: 25.2, min: 1, max: 1024, step: 0.1 }],
@@ -164,17 +166,23 @@ export const PANELS = [
       const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
       return {
         matrix: {
-          columns: ['peak memory increase', 'the loop returned after', 'time per batch'],
+          columns: ['peak memory increase', 'the loop returned after', 'time per batch', 'batches done',
+                    'byte bound', 'pushes waited'],
           rows: r.series.map((s) => ({
             label: s.label,
             cells: [{ key: `${s.key}.peakBytes`, value: s.peakBytes, unit: 'MB' },
                     { key: `${s.key}.pushedS`, value: s.pushedS, unit: 's' },
-                    { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' }],
+                    { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' },
+                    { key: `${s.key}.batchesDone`, value: s.batchesDone, unit: '' },
+                    { key: `${s.key}.boundBytes`, value: s.boundBytes, unit: 'MB' },
+                    { key: `${s.key}.pushWaits`, value: s.pushWaits, unit: '' }],
           })),
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
         text: (by.none && by.sync
           ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
+          : '') + (by.default
+          ? ` The default engine held at most ${(by.default.peakBytes / 1e6).toFixed(0)} MB more (its bound: ${(by.default.boundBytes / 1e6).toFixed(0)} MB, from the ${by.default.boundSource}), and ${by.default.pushWaits} pushes waited on it.`
           : '') + r.series.filter((s) => s.error).map((s) =>
           ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}.`).join(''),
       };

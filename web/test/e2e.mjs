@@ -165,14 +165,14 @@ try {
     assert.ok(!/clocks disagree/.test(note), note);
   });
 
-  await check('E6: trains the MLP three ways on nd.nn; peak memory per mode and the memory line chart', async () => {
+  await check('E6: trains the MLP four ways on nd.nn; peak memory per mode and the memory line chart', async () => {
     assert.equal(await page.evaluate(() => window.playground.hasNN), true, 'the module has no nd.nn');
     const p = await page.$('#panel-E6');
     assert.equal(await p.$('.notice') === null || await p.$eval('.notice', (n) => n.hidden || !/cannot run/.test(n.textContent)), true);
     // Three batches of the chapter's network (1024 x 512, Dense 2048/512/1) per mode: the full
     // configuration (100 batches) is the panel's batch control, too slow for a test on 2 cores.
     const f = await runPanel('E6', { batches: 3 }, 600000);
-    for (const m of ['sync', 'none', 'bound']) {
+    for (const m of ['sync', 'none', 'bound', 'default']) {
       assert.ok(f[`${m}.peakBytes`] > 0, `${m}: peak ${f[`${m}.peakBytes`]}`);
       assert.ok(f[`${m}.perBatchS`] > 0 && f[`${m}.pushedS`] > 0, `${m}: times`);
     }
@@ -186,7 +186,10 @@ try {
     });
     assert.ok(lines, 'no E6 chart');
     assert.equal(lines.type, 'line');
-    assert.equal(lines.n.length, 3);
+    assert.equal(lines.n.length, 4);
+    // (b) runs with the byte bound off, (d) with the engine's default (a quarter of 2 GiB).
+    assert.equal(f['none.boundBytes'], 0);
+    assert.equal(f['default.boundBytes'], 512 * 2 ** 20);
     for (const n of lines.n) assert.ok(n >= 6, `a line has ${n} samples`);
   });
 
@@ -243,7 +246,7 @@ try {
     await page.click('#code-run');
     await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
     assert.match(await page.textContent('#code-output'), /⇒ 1$/m);
-    await page.fill('#bound-ops', '0');
+    await page.fill('#bound-ops', '');  // back to the engine's default
     await page.dispatchEvent('#bound-ops', 'change');
   });
 

@@ -62,6 +62,38 @@ enum class EngineKind {
   kNaive,     // every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive)
 };
 
+// Where the byte bound in force came from (EngineStats::max_inflight_bytes_source).
+enum class BoundSource {
+  kNone,      // no byte bound
+  kCgroup,    // derived from the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes)
+  kPhysical,  // derived from the machine's physical memory
+  kWasmHeap,  // derived from the WebAssembly module's maximum heap
+  kEnv,       // ASYNCND_MAX_INFLIGHT_BYTES
+  kUser,      // set in code: Engine::set_max_inflight, or EngineOptions given to an Engine
+};
+// "none", "cgroup", "physical", "wasm heap", "env", "user".
+const char* bound_source_name(BoundSource source);
+
+// The memory this program may use, as the default byte bound sees it.
+struct MemoryLimit {
+  std::uint64_t bytes = 0;                  // 0 = unknown: no default byte bound
+  BoundSource source = BoundSource::kNone;  // kCgroup, kPhysical or kWasmHeap
+};
+
+// The memory this program may use: natively the cgroup's limit when one is set and below physical
+// memory ("max", or v1's near-2^63 "unlimited", is no limit), else physical memory; in
+// WebAssembly the module's maximum heap (2 GiB). Reads /proc and /sys once per call; never throws
+// (bytes = 0 when nothing can be read).
+MemoryLimit program_memory_limit();
+
+// The default byte bound of the process-wide engine is this fraction (1/4) of
+// program_memory_limit(): on a machine with room the chapter's E6 runs ahead (on 24 GiB it queued
+// 3.2 GB before a push first waited), the bound never lets queued work alone take the memory the
+// program needs for itself, and in WebAssembly (512 MiB of the 2 GiB heap) E6's 100 batches
+// complete with the heap at 416 MB. The measurements behind 1/4 (and 1/16, 1/64, 1/2) are in
+// bench/README.md, "The default byte bound".
+inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
+
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
   // CPU worker threads; 0 = one per hardware thread but one (at least one), leaving a core to the
@@ -70,14 +102,22 @@ struct EngineOptions {
   // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
   std::size_t max_inflight_ops = 0;
   std::size_t max_inflight_bytes = 0;
-  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS, over the defaults above, and the
-  // documented default backpressure bound (kDefaultMaxInflightOps).
+  // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
+  BoundSource max_inflight_bytes_source = BoundSource::kNone;
+  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS over the defaults above, and
+  // sets the default bounds: kDefaultMaxInflightOps ops, and program_memory_limit() /
+  // kDefaultInflightBytesDivisor bytes. ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES
+  // (whole numbers, 0 = no bound) replace them. Throws asyncnd::Error naming the variable and its
+  // value for a bad value (not a whole number, a sign, trailing characters, too large).
   static EngineOptions from_env();
+  // The same with `limit` in place of the machine's (tests simulate a small machine with it).
+  static EngineOptions from_env(const MemoryLimit& limit);
 };
 
 // The default bound on ops in flight of the process-wide engine: a frontend that runs this far
 // ahead of the workers waits inside push. About 200 bytes of bookkeeping per op, so the queue holds
-// at most about 100 MB of it; byte bound off by default (set one for memory-heavy loops, see E6).
+// at most about 100 MB of it. The byte bound (kDefaultInflightBytesDivisor) bounds what the
+// queued ops' outputs hold.
 inline constexpr std::size_t kDefaultMaxInflightOps = 1u << 19;
 
 struct PushOptions {
@@ -103,6 +143,12 @@ struct EngineStats {
   std::uint64_t inflight_bytes = 0;  // bytes that queued work keeps alive (see
                                      // set_max_inflight; counted while a byte bound is set)
   std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
+  // The bounds in force (0 = none; see set_max_inflight), where the byte bound came from, and how
+  // many pushes have waited on a bound (since the engine started).
+  std::uint64_t max_inflight_ops = 0;
+  std::uint64_t max_inflight_bytes = 0;
+  BoundSource max_inflight_bytes_source = BoundSource::kNone;
+  std::uint64_t push_waits = 0;
   std::uint64_t bytes_in_use = 0;    // sum over devices
   std::uint64_t bytes_peak = 0;      // sum over devices of each device's peak
   std::vector<DeviceStats> devices;
@@ -215,7 +261,12 @@ class Engine {
   // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
   // work is down to about half of each bound set (or everything finished), then pushes on: fewer
   // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
+  // The process-wide engine starts bounded (EngineOptions::from_env: 524 288 ops, and a quarter of
+  // the memory the program may use); this call replaces both, and stats() then reports the byte
+  // bound's source as kUser (kNone for 0).
   void set_max_inflight(std::size_t ops, std::size_t bytes);
+  // Restores the bounds this engine started with (its EngineOptions, with their source).
+  void reset_max_inflight();
   std::size_t max_inflight_ops() const;
   std::size_t max_inflight_bytes() const;
 
