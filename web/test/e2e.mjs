@@ -293,7 +293,8 @@ try {
 } finally {
   await context.close();
   server.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  // Chromium's helpers may still write into the profile just after it closes (ENOTEMPTY).
+  fs.rmSync(userDataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 }
 
 console.log(`\nplayground end-to-end tests (screenshots in ${path.relative(repo, SHOTS)}/)`);
