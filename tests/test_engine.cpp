@@ -421,7 +421,8 @@ TEST_CASE("memory_limit_from: the cgroup's limit when below physical memory, els
   CHECK((here.source == BoundSource::kCgroup || here.source == BoundSource::kPhysical));
 }
 
-TEST_CASE("from_env: the default byte bound is a quarter of the memory limit, the environment "
+TEST_CASE("from_env: the default byte bound is a quarter of the memory limit (at most 512 MiB), "
+          "the environment "
           "overrides both bounds", "[engine][backpressure]") {
   ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
   ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
@@ -434,7 +435,11 @@ TEST_CASE("from_env: the default byte bound is a quarter of the memory limit, th
   CHECK(o.max_inflight_bytes == 0);
   CHECK(o.max_inflight_bytes_source == BoundSource::kNone);
   CHECK(EngineOptions::from_env().max_inflight_bytes ==
-        program_memory_limit().bytes / kDefaultInflightBytesDivisor);
+        default_max_inflight_bytes(program_memory_limit().bytes));
+  // The cap: a quarter of 64 GiB would be 16 GiB.
+  CHECK(EngineOptions::from_env(MemoryLimit{64ull << 30, BoundSource::kPhysical})
+            .max_inflight_bytes == kDefaultInflightBytesCap);
+  CHECK(default_max_inflight_bytes(2ull << 30) == 512ull << 20);
 
   ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "1000", 1);
   ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "7", 1);

@@ -182,7 +182,7 @@ TEST_CASE("bounded by default: with a small simulated memory limit, a loop that 
   const MemoryLimit limit{32ull << 20, BoundSource::kCgroup};
   configure_engine(EngineOptions::from_env(limit));
   const std::size_t bound = engine().max_inflight_bytes();
-  CHECK(bound == limit.bytes / kDefaultInflightBytesDivisor);
+  CHECK(bound == default_max_inflight_bytes(limit.bytes));
   const std::int64_t elems = 1 << 18;  // 1 MiB outputs
   const std::size_t out_bytes = static_cast<std::size_t>(elems) * sizeof(float);
   const int n = static_cast<int>(scaled(200, 40));  // unbounded, 2n MiB would be queued

@@ -127,7 +127,7 @@ EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
   EngineOptions o;
   o.max_inflight_ops = kDefaultMaxInflightOps;
   o.max_inflight_bytes = static_cast<std::size_t>(
-      std::min<std::uint64_t>(limit.bytes / kDefaultInflightBytesDivisor, SIZE_MAX));
+      std::min<std::uint64_t>(default_max_inflight_bytes(limit.bytes), SIZE_MAX));
   o.max_inflight_bytes_source = o.max_inflight_bytes ? limit.source : BoundSource::kNone;
   if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_OPS")) {
     o.max_inflight_ops = static_cast<std::size_t>(detail::parse_env_uint(

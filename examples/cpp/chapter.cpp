@@ -364,7 +364,7 @@ void e6_memory() {
               bounded.engine_peak_mb, bounded.engine_peak_mb / sync.engine_peak_mb,
               bounded.total_s, bounded.total_s / nosync.total_s);
   std::printf("  (d): peak %.0f MB, total %.3f s (%.2fx of (b)), %llu pushes waited: the engine\n"
-              "  bounds memory by itself, at %.0f MB here (a quarter of what the program may use).\n",
+              "  bounds memory by itself, at %.0f MB here (a quarter of what the program may use, at most 512 MiB).\n",
               dflt.engine_peak_mb, dflt.total_s, dflt.total_s / nosync.total_s,
               static_cast<unsigned long long>(dflt.push_waits), dflt.bound_mb);
 }

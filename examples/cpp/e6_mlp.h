@@ -7,7 +7,7 @@
 //   bounded  never reading, with a small in-flight byte bound (Engine::set_max_inflight):
 //            push waits instead of letting queued outputs pile up;
 //   default  never reading, the engine as it starts (its default byte bound, a quarter of the
-//            memory the program may use): runs ahead while there is room, then waits.
+//            memory the program may use, at most 512 MiB): runs ahead a few batches, then waits.
 // Shared by the demo (examples/cpp/chapter.cpp) and the benchmark (bench/native.cpp).
 #pragma once
 

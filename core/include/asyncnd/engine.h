@@ -86,13 +86,23 @@ struct MemoryLimit {
 // (bytes = 0 when nothing can be read).
 MemoryLimit program_memory_limit();
 
-// The default byte bound of the process-wide engine is this fraction (1/4) of
-// program_memory_limit(): on a machine with room the chapter's E6 runs ahead (on 24 GiB it queued
-// 3.2 GB before a push first waited), the bound never lets queued work alone take the memory the
-// program needs for itself, and in WebAssembly (512 MiB of the 2 GiB heap) E6's 100 batches
-// complete with the heap at 416 MB. The measurements behind 1/4 (and 1/16, 1/64, 1/2) are in
-// bench/README.md, "The default byte bound".
+// The default byte bound of the process-wide engine: a quarter of program_memory_limit()
+// (kDefaultInflightBytesDivisor), and never more than kDefaultInflightBytesCap (512 MiB).
+// The quarter keeps queued work from taking the memory the program needs for itself on any
+// machine (in WebAssembly: 512 MiB of the 2 GiB heap, where E6's 100 batches complete with the
+// heap at 416 MB). The cap is what running ahead is worth: past a few hundred megabytes, queued
+// work only adds storage the CPU allocator cannot recycle (it caches 256 MB), whose fresh pages
+// the workers must fault in; E6 without a read took 1.4-1.9x the time of the run reading each
+// batch with a quarter of 24 GiB as its bound, and 0.9-1.0x with 512 MiB, still running several
+// batches ahead. The measurements are in bench/README.md, "The default byte bound".
 inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
+inline constexpr std::uint64_t kDefaultInflightBytesCap = 512ull << 20;
+// The default byte bound for a program that may use `memory_bytes` (0 = unknown: no bound).
+constexpr std::uint64_t default_max_inflight_bytes(std::uint64_t memory_bytes) {
+  return memory_bytes / kDefaultInflightBytesDivisor < kDefaultInflightBytesCap
+             ? memory_bytes / kDefaultInflightBytesDivisor
+             : kDefaultInflightBytesCap;
+}
 
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
@@ -105,8 +115,8 @@ struct EngineOptions {
   // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
   BoundSource max_inflight_bytes_source = BoundSource::kNone;
   // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS over the defaults above, and
-  // sets the default bounds: kDefaultMaxInflightOps ops, and program_memory_limit() /
-  // kDefaultInflightBytesDivisor bytes. ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES
+  // sets the default bounds: kDefaultMaxInflightOps ops, and
+  // default_max_inflight_bytes(program_memory_limit().bytes) bytes. ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES
   // (whole numbers, 0 = no bound) replace them. Throws asyncnd::Error naming the variable and its
   // value for a bad value (not a whole number, a sign, trailing characters, too large).
   static EngineOptions from_env();
@@ -262,7 +272,7 @@ class Engine {
   // work is down to about half of each bound set (or everything finished), then pushes on: fewer
   // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
   // The process-wide engine starts bounded (EngineOptions::from_env: 524 288 ops, and a quarter of
-  // the memory the program may use); this call replaces both, and stats() then reports the byte
+  // the memory the program may use, at most 512 MiB); this call replaces both, and stats() then reports the byte
   // bound's source as kUser (kNone for 0).
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   // Restores the bounds this engine started with (its EngineOptions, with their source).
