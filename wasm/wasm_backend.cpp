@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "asyncnd/engine.h"
 #include "asyncnd/error.h"
 
 namespace asyncnd {
@@ -58,4 +59,9 @@ Backend& wasm_cpu_backend() {
 }
 
 }  // namespace detail
+
+CpuGemm cpu_gemm() {
+  return {"portable (wasm SIMD128)", "the WebAssembly build has no BLAS: core's packed SIMD128 GEMM"};
+}
+
 }  // namespace asyncnd

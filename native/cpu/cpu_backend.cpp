@@ -14,6 +14,10 @@
 // Measured on 2 vCPUs (Haswell kernel, 1000x1000 sgemm): one GEMM at a time runs at ~205 GFLOP/s
 // with 2 BLAS threads vs ~112 with 1; two concurrent GEMMs reach ~205 total either way. Giving
 // BLAS the machine is never slower and halves the time of a lone GEMM (the chapter's E1).
+//
+// Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) keeps OpenBLAS's kernel unless OpenBLAS
+// fell back to a pre-AVX2 kernel on a CPU with AVX2/AVX-512, then moves it to the best kernel
+// that passes a self-test; openblas never moves it; portable runs core's own GEMM.
 #include "cpu/cpu_backend.h"
 
 #include <cstdlib>
@@ -25,6 +29,7 @@
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
 #include "cpu/caching_allocator.h"
+#include "cpu/gemm_select.h"
 
 #ifndef ASYNCND_HAVE_OPENBLAS
 #error "the build defines ASYNCND_HAVE_OPENBLAS (0 or 1) on this target"
@@ -76,17 +81,30 @@ class CpuBackend final : public Backend {
  public:
   // The allocator is made here so that a bad ASYNCND_CPU_CACHE_MB fails the first use of the
   // backend, not some later allocation.
+  // A bad ASYNCND_GEMM likewise.
   CpuBackend() : cache_(CachingAllocator::instance()) {
+    const GemmChoice choice =
+        gemm_choice_from_env(std::getenv("ASYNCND_GEMM"), ASYNCND_HAVE_OPENBLAS != 0);
 #if ASYNCND_HAVE_OPENBLAS
     shorten_blas_spin();
     openblas_set_num_threads(blas_threads_from_env());
     blas_threads_ = openblas_get_num_threads();  // OpenBLAS clamps to its build's maximum
-    corename_ = openblas_get_corename();
-    name_ = "cpu (" + std::string(openblas_get_config()) + ", core " + corename_ + ", " +
-            std::to_string(blas_threads_) + " BLAS threads)";
+    if (choice == GemmChoice::kPortable) {
+      portable_ = true;
+      gemm_ = {"portable", "ASYNCND_GEMM=portable", openblas_get_corename()};
+    } else {
+      gemm_ = select_openblas_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features());
+    }
+    corename_ = portable_ ? "portable" : openblas_get_corename();
+    name_ = portable_ ? "cpu (portable GEMM, ASYNCND_GEMM=portable)"
+                      : "cpu (" + std::string(openblas_get_config()) + ", core " + corename_ +
+                            ", " + std::to_string(blas_threads_) + " BLAS threads)";
 #else
+    (void)choice;
     blas_threads_ = 1;
     corename_ = "portable";
+    portable_ = true;
+    gemm_ = {"portable", "this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF)", ""};
     name_ = "cpu (portable GEMM, no BLAS)";
 #endif
   }
@@ -107,6 +125,10 @@ class CpuBackend final : public Backend {
              float beta, float* c, std::int64_t ldc) override {
     if (m <= 0 || n <= 0) return;
 #if ASYNCND_HAVE_OPENBLAS
+    if (portable_) {
+      portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
     // k == 0 only scales C, and cblas rejects the lda/ldb such a call may carry.
     if (k <= 0) {
       reference_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -131,12 +153,15 @@ class CpuBackend final : public Backend {
   }
 
   const std::string& corename() const { return corename_; }
+  const GemmSelection& gemm() const { return gemm_; }
   int blas_threads() const { return blas_threads_; }
 
  private:
   CachingAllocator& cache_;
   std::string name_, corename_;
   int blas_threads_ = 1;
+  bool portable_ = false;  // core's portable GEMM instead of OpenBLAS
+  GemmSelection gemm_;
   std::mutex gemm_mutex_;  // held by the one multi-threaded GEMM running (see the policy above)
 };
 
@@ -151,9 +176,16 @@ CpuBackend& instance() {
 Backend& cpu_backend() { return instance(); }
 std::string cpu_blas_corename() { return instance().corename(); }
 int cpu_blas_threads() { return instance().blas_threads(); }
+const GemmSelection& cpu_gemm_selection() { return instance().gemm(); }
 std::size_t cpu_cached_bytes() { return CachingAllocator::instance().cached_bytes(); }
 void set_cpu_cache_limit(std::size_t bytes) { CachingAllocator::instance().set_limit(bytes); }
 std::size_t cpu_cache_limit() { return CachingAllocator::instance().limit(); }
 
 }  // namespace detail
+
+CpuGemm cpu_gemm() {
+  const detail::GemmSelection& g = detail::instance().gemm();
+  return {g.kernel, g.reason};
+}
+
 }  // namespace asyncnd

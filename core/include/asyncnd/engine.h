@@ -146,6 +146,19 @@ struct DeviceStats {
   std::uint64_t bytes_peak = 0;    // most ever allocated at once (since reset_peak_bytes)
 };
 
+// The GEMM the CPU backend runs (dot, matmul, Dense) and why it was chosen. Natively:
+// "openblas <core>" (the core OpenBLAS chose for this CPU, or a better one the backend moved it to
+// when OpenBLAS fell back to a pre-AVX2 kernel on a CPU with AVX2 or AVX-512, after a self-test),
+// or "portable" (ASYNCND_GEMM=portable, or a build without OpenBLAS); in WebAssembly "portable
+// (wasm SIMD128)". ASYNCND_GEMM=auto|openblas|portable chooses; a user's OPENBLAS_CORETYPE is never
+// overridden. Starts the CPU backend if it has not started; throws asyncnd::Error for a bad
+// ASYNCND_GEMM. Any thread.
+struct CpuGemm {
+  std::string kernel;
+  std::string reason;
+};
+CpuGemm cpu_gemm();
+
 struct EngineStats {
   std::uint64_t pushed = 0;    // ops pushed (waits excluded)
   std::uint64_t finished = 0;  // ops finished, run or skipped after an error

@@ -1,0 +1,241 @@
+// The choice of the CPU GEMM (gemm_select.h). Why OpenBLAS's own entry points: Debian 12's
+// OpenBLAS 0.3.21 is a DYNAMIC_ARCH build that picks its kernel table once, when it loads, from a
+// list of CPU models; on a model it does not know (Intel family 6 model 207, say) it falls back to
+// Prescott's SSE3 kernels, 4.6x slower than its SkylakeX ones on the same machine (bench/README.md,
+// "The GEMM on every CPU"). The same library re-reads OPENBLAS_CORETYPE when its exported
+// gotoblas_dynamic_quit/gotoblas_dynamic_init pair runs, so the backend can move it to the right
+// table in the process, before its first GEMM, keeping every other property of the library (its
+// threads, its tuned kernels for every shape). Loading OpenBLAS at run time after setting the
+// variable would do the same but needs dlopen and breaks static consumers; our own AVX2/AVX-512
+// micro-kernels would take a whole GEMM of tuning to approach OpenBLAS's. A kernel is used only
+// after gemm_self_test passes on this machine, since some older OpenBLAS kernels compute wrong
+// results on some processors.
+#include "cpu/gemm_select.h"
+
+#include <strings.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "asyncnd/error.h"
+
+#if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace asyncnd {
+namespace detail {
+
+CpuFeatures cpu_features() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc's checks include the operating system's support (XGETBV) for the wider registers.
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
+  return f;
+}
+
+bool is_fallback_core(const std::string& corename) {
+  static const char* const kPreAvx2[] = {
+      "Katmai",  "Coppermine", "Northwood", "Prescott", "Banias",   "Atom",
+      "Core2",   "Penryn",     "Dunnington", "Nehalem", "Sandybridge", "Opteron",
+      "Opteron_SSE3", "Barcelona", "Nano", "Bobcat",  "Bulldozer", "Piledriver",
+      "Steamroller", "Excavator", "Unknown"};
+  for (const char* name : kPreAvx2) {
+    if (::strcasecmp(corename.c_str(), name) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> better_cores(const std::string& loaded, const CpuFeatures& cpu) {
+  if (!is_fallback_core(loaded)) return {};
+  std::vector<std::string> out;
+  if (cpu.avx512 && cpu.avx2 && cpu.fma) out.push_back("SkylakeX");
+  if (cpu.avx2 && cpu.fma) out.push_back("Haswell");
+  return out;
+}
+
+GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "auto") == 0) {
+    return GemmChoice::kAuto;
+  }
+  if (std::strcmp(value, "portable") == 0) return GemmChoice::kPortable;
+  if (std::strcmp(value, "openblas") == 0) {
+    if (!have_openblas) {
+      throw Error("ASYNCND_GEMM=openblas: this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF); "
+                  "use auto or portable");
+    }
+    return GemmChoice::kOpenblas;
+  }
+  throw Error(std::string("ASYNCND_GEMM: unknown GEMM '") + value +
+              "' (expected auto, openblas or portable)");
+}
+
+namespace {
+
+struct Product {
+  bool ta, tb;
+  std::int64_t m, n, k, pad;
+  float alpha, beta;
+};
+
+std::string check_product(const SgemmFn& gemm, const Product& p, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::int64_t a_cols = p.ta ? p.m : p.k, a_rows = p.ta ? p.k : p.m;
+  const std::int64_t b_cols = p.tb ? p.k : p.n, b_rows = p.tb ? p.n : p.k;
+  const std::int64_t lda = a_cols + p.pad, ldb = b_cols + p.pad, ldc = p.n + p.pad;
+  std::vector<float> a(a_rows * lda), b(b_rows * ldb), c(p.m * ldc);
+  for (float& v : a) v = dist(rng);
+  for (float& v : b) v = dist(rng);
+  for (float& v : c) v = dist(rng);
+  const std::vector<float> c0 = c;
+  gemm(p.ta, p.tb, p.m, p.n, p.k, p.alpha, a.data(), lda, b.data(), ldb, p.beta, c.data(), ldc);
+  for (std::int64_t i = 0; i < p.m; ++i) {
+    for (std::int64_t j = 0; j < ldc; ++j) {
+      double want = c0[i * ldc + j];  // the padding must stay as it was
+      double bound = 0;
+      if (j < p.n) {
+        double acc = 0, mag = 0;
+        for (std::int64_t q = 0; q < p.k; ++q) {
+          const double x = p.ta ? a[q * lda + i] : a[i * lda + q];
+          const double y = p.tb ? b[j * ldb + q] : b[q * ldb + j];
+          acc += x * y;
+          mag += std::abs(x * y);
+        }
+        const double old = want;
+        want = p.alpha * acc + p.beta * old;
+        // float rounding of k products and sums, each within 2^-24 relative, plus C's scaling.
+        bound = 4.0 * (p.k + 2) * 6e-8 * (std::abs(p.alpha) * mag + std::abs(p.beta * old)) + 1e-30;
+      }
+      const double got = c[i * ldc + j];
+      if (!(std::abs(got - want) <= bound)) {  // also catches NaN
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "%s%s m=%lld n=%lld k=%lld: C[%lld,%lld] = %.9g, expected %.9g", p.ta ? "A^T" : "A",
+                      p.tb ? "B^T" : "B", static_cast<long long>(p.m), static_cast<long long>(p.n),
+                      static_cast<long long>(p.k), static_cast<long long>(i),
+                      static_cast<long long>(j), got, want);
+        return msg;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string gemm_self_test(const SgemmFn& gemm) {
+  std::mt19937 rng(20261124);
+  std::vector<Product> products;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      products.push_back({ta, tb, 7, 13, 5, 3, 1.0f, 0.0f});
+      products.push_back({ta, tb, 37, 29, 67, 1, -0.5f, 1.0f});
+    }
+  }
+  // m*n*k above OpenBLAS's single-thread threshold (262144): its threaded path and its blocking.
+  products.push_back({false, false, 131, 97, 257, 5, 1.0f, 0.25f});
+  for (const Product& p : products) {
+    std::string err = check_product(gemm, p, rng);
+    if (!err.empty()) return err;
+  }
+  return {};
+}
+
+#if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+
+// Exported by OpenBLAS's DYNAMIC_ARCH builds (driver/others/dynamic.c, blas_server.c), not part of
+// its documented API: weak, so that another BLAS still links and nothing is switched.
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
+extern "C" void blas_thread_shutdown_(void) __attribute__((weak));
+
+bool switch_openblas_core(const std::string& core) {
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || !blas_thread_shutdown_) return false;
+  const char* prev = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = prev ? prev : "";
+  blas_thread_shutdown_();  // no OpenBLAS thread may run a kernel of the old table
+  ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  // Children of this process (and a later switch) see the user's environment, not ours.
+  if (prev) {
+    ::setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("OPENBLAS_CORETYPE");
+  }
+  return ::strcasecmp(openblas_get_corename(), core.c_str()) == 0;
+}
+
+namespace {
+
+void openblas_sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                    float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+}  // namespace
+
+GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
+                                   const CpuFeatures& cpu) {
+  GemmSelection s;
+  s.loaded_core = openblas_get_corename();
+  s.kernel = "openblas " + s.loaded_core;
+  if (choice == GemmChoice::kOpenblas) {
+    s.reason = "ASYNCND_GEMM=openblas: the kernel OpenBLAS chose for this CPU";
+    return s;
+  }
+  if (user_coretype != nullptr) {
+    s.reason = std::string("OPENBLAS_CORETYPE=") + user_coretype + " set by the user";
+    return s;
+  }
+  const std::vector<std::string> candidates = better_cores(s.loaded_core, cpu);
+  if (candidates.empty()) {
+    s.reason = is_fallback_core(s.loaded_core)
+                   ? "OpenBLAS's choice for this CPU (a pre-AVX2 kernel, and the CPU has no AVX2 "
+                     "with FMA)"
+                   : "OpenBLAS's choice for this CPU";
+    return s;
+  }
+  const char* isa = cpu.avx512 ? "AVX-512" : "AVX2 and FMA";
+  std::string refused;
+  for (const std::string& core : candidates) {
+    if (!switch_openblas_core(core)) {
+      refused += (refused.empty() ? "" : "; ") + core + ": OpenBLAS did not switch to it";
+      continue;
+    }
+    const std::string err = gemm_self_test(openblas_sgemm);
+    if (err.empty()) {
+      s.kernel = "openblas " + std::string(openblas_get_corename());
+      s.reason = "OpenBLAS loaded its fallback kernel " + s.loaded_core + " on a CPU with " + isa +
+                 ": switched to " + core + " after its self-test passed";
+      if (!refused.empty()) {
+        s.reason += " (refused: " + refused + ")";
+        std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
+      }
+      return s;
+    }
+    refused += (refused.empty() ? "" : "; ") + core + ": self-test failed, " + err;
+  }
+  switch_openblas_core(s.loaded_core);  // back to the kernel OpenBLAS trusted
+  s.kernel = "openblas " + std::string(openblas_get_corename());
+  s.reason = "OpenBLAS loaded its fallback kernel " + s.loaded_core + " on a CPU with " + isa +
+             ", and no better kernel was usable: " + refused;
+  std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
+  return s;
+}
+
+#endif
+
+}  // namespace detail
+}  // namespace asyncnd

@@ -1,0 +1,73 @@
+// Which CPU GEMM the native CPU backend runs: OpenBLAS with the kernel it loaded, OpenBLAS moved to
+// a better kernel for this CPU, or the portable GEMM of core/. Chosen once, when the backend
+// starts (cpu_backend.cpp); the pieces are separate so that tests can feed them any CPU.
+// Not installed: for native/, tests and bench/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace asyncnd {
+namespace detail {
+
+// What this CPU and its operating system support (AVX-512 counts only with F, BW, VL and DQ, the
+// set OpenBLAS's SkylakeX kernels use).
+struct CpuFeatures {
+  bool avx2 = false, fma = false, avx512 = false;
+};
+CpuFeatures cpu_features();
+
+// True for the OpenBLAS core types whose SGEMM kernels predate AVX2 (Katmai ... Prescott, Core2,
+// Nehalem, Sandybridge, the older AMD ones): OpenBLAS 0.3.21 falls back to one of them on a CPU
+// model it does not know, e.g. Prescott (SSE3) on recent Intel Xeons. Case-insensitive.
+bool is_fallback_core(const std::string& corename);
+
+// The OpenBLAS core types worth trying instead of `loaded`, best first: empty when `loaded` is not
+// a fallback core or the CPU has nothing better (AVX-512: SkylakeX then Haswell; AVX2 with FMA:
+// Haswell).
+std::vector<std::string> better_cores(const std::string& loaded, const CpuFeatures& cpu);
+
+// ASYNCND_GEMM: auto (the default, also for an unset or empty variable), openblas (the kernel
+// OpenBLAS loaded, never switched) or portable (core's own GEMM). Throws asyncnd::Error naming the
+// variable and the value for anything else, and for openblas in a build without OpenBLAS.
+enum class GemmChoice { kAuto, kOpenblas, kPortable };
+GemmChoice gemm_choice_from_env(const char* value, bool have_openblas);
+
+// C = alpha op(A) op(B) + beta C, row-major, as Backend::sgemm.
+using SgemmFn = std::function<void(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
+                                   const float*, std::int64_t, const float*, std::int64_t, float,
+                                   float*, std::int64_t)>;
+
+// The startup self-test of a GEMM kernel: odd-sized products, every transpose, padded leading
+// dimensions, one product large enough for OpenBLAS to split across its threads, checked against
+// a double-precision reference with a bound that grows with k. Returns "" when every product
+// passes, else the first wrong one. A few milliseconds.
+std::string gemm_self_test(const SgemmFn& gemm);
+
+// The choice made when the backend started, for EngineStats-like reports: the kernel ("openblas
+// Haswell", "portable") and why.
+struct GemmSelection {
+  std::string kernel;
+  std::string reason;
+  std::string loaded_core;  // the core OpenBLAS loaded by itself ("" without OpenBLAS)
+};
+
+#if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+// Restarts OpenBLAS with OPENBLAS_CORETYPE=core (through its exported gotoblas_dynamic_quit and
+// gotoblas_dynamic_init; the variable is restored afterwards). Returns false, changing nothing,
+// when this OpenBLAS lacks those entry points; otherwise whether the core it now reports is
+// `core`. Only while no GEMM runs: the backend calls it before its first GEMM.
+bool switch_openblas_core(const std::string& core);
+
+// Makes the choice on the live OpenBLAS: `choice` from ASYNCND_GEMM, `user_coretype` the user's
+// OPENBLAS_CORETYPE (nullptr when unset: a set one is never overridden), `cpu` this CPU. Switches
+// OpenBLAS's kernel when `auto` finds a fallback core and a better one passes gemm_self_test;
+// says on stderr, once, why a candidate was refused. Returns what runs and why.
+GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
+                                   const CpuFeatures& cpu);
+#endif
+
+}  // namespace detail
+}  // namespace asyncnd
