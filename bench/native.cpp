@@ -21,12 +21,14 @@
 // include path; without it (a stand-alone build) OpenBLAS's own getters stand in.
 #if __has_include("cpu/cpu_backend.h") || !ASYNCND_HAVE_OPENBLAS
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm_select.h"
 #define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
 #endif
 
 #include "../examples/cpp/e6_mlp.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +39,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <strings.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -147,6 +150,34 @@ void bench_wait_roundtrip() {
   record("wait_roundtrip_p99_us", percentile(us, 0.99), "99th percentile (a sleeping hand-off shows here)");
 }
 
+// This machine's floor for a cross-core hand-off: two threads ping-pong one atomic, spinning
+// (no sleep, no engine). Our machines differ by 3x here (about 95 ns on the AMD ones, 275 ns on
+// the Intel ones), so the per-op figures are judged as multiples of it.
+void bench_spin_floor() {
+  heading("spin floor (two threads ping-pong an atomic, pure spin)");
+  const int kN = 100000, kReps = 7;
+  std::vector<double> ns;
+  for (int r = 0; r < kReps; ++r) {
+    std::atomic<int> turn{0};
+    std::thread other([&] {
+      for (int i = 0; i < kN; ++i) {
+        while (turn.load(std::memory_order_acquire) != 1) {
+        }
+        turn.store(0, std::memory_order_release);
+      }
+    });
+    auto t0 = Clock::now();
+    for (int i = 0; i < kN; ++i) {
+      turn.store(1, std::memory_order_release);
+      while (turn.load(std::memory_order_acquire) != 0) {
+      }
+    }
+    ns.push_back(since(t0) / kN * 1e9);
+    other.join();
+  }
+  record("spin_roundtrip_ns", median(ns), "one round trip between two spinning threads, median of 7 x 100k");
+}
+
 // ---- E5 ------------------------------------------------------------------------------------
 
 void bench_e5() {
@@ -211,6 +242,14 @@ void bench_e5() {
 
 // ---- GEMM ----------------------------------------------------------------------------------
 
+std::string g_self_exe;  // this program, for the kernel sweep's child processes
+struct KernelFigure {
+  std::string name;
+  double gflops;
+};
+std::vector<KernelFigure> g_kernels;  // every correct kernel measured in this run
+std::string g_best_kernel;
+
 #if ASYNCND_HAVE_OPENBLAS
 int blas_threads_now() { return openblas_get_num_threads(); }
 
@@ -252,7 +291,75 @@ void bench_sgemm() {
   record("sgemm1000_pair_engine_gflops", median(pair_g), "two independent nd::dot, then waitall");
 }
 
+// The fastest correct 1000^3 SGEMM this CPU has, found in the same run: OpenBLAS with each core
+// type that applies to this CPU, each in a child process with OPENBLAS_CORETYPE set (OpenBLAS
+// reads it when it loads), checked with the backend's self-test; the portable GEMM's figure
+// (portable_sgemm1000_2t_gflops) joins them.
+
+// In the child: one kernel, as OpenBLAS loaded it. Prints "core=<name> gflops=<x> selftest=<ok|..>".
+int gemm_kernel_child() {
+  const int n = 1000, kReps = 9;
+  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+    b[i] = static_cast<float>((i * 104729) % 1000) / 500.0f - 1.0f;
+  }
+  const auto gemm = detail::openblas_sgemm;
+  const std::string test = detail::gemm_self_test(gemm);
+  std::vector<double> g;
+  for (int r = 0; r < kReps + 1; ++r) {
+    auto t0 = Clock::now();
+    gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    if (r > 0) g.push_back(2.0 * n * n * n / since(t0) * 1e-9);
+  }
+  std::printf("core=%s gflops=%.3f selftest=%s\n", openblas_get_corename(), median(g),
+              test.empty() ? "ok" : test.c_str());
+  return 0;
+}
+
+void bench_gemm_sweep() {
+  heading("SGEMM 1000^3 kernel sweep: OpenBLAS core types for this CPU, each in a child process");
+  std::vector<std::string> cores = {"Prescott"};
+  const detail::CpuFeatures cpu = detail::cpu_features();
+  if (cpu.avx2 && cpu.fma) cores.insert(cores.end(), {"Haswell", "Zen"});
+  if (cpu.avx512) cores.insert(cores.end(), {"SkylakeX", "Cooperlake"});
+  cores.push_back("");  // as OpenBLAS loads with the environment as it is
+  for (const std::string& core : cores) {
+    const std::string env = core.empty() ? "" : "OPENBLAS_CORETYPE=" + core + " ";
+    const std::string cmd = "env " + env + "'" + g_self_exe + "' --gemm-kernel 2>&1";
+    std::string out;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, p)) out += buf;
+      ::pclose(p);
+    }
+    char got[64] = {0}, test[256] = {0};
+    double gflops = 0;
+    const auto at = out.find("core=");
+    if (at == std::string::npos ||
+        std::sscanf(out.c_str() + at, "core=%63s gflops=%lf selftest=%255[^\n]", got, &gflops, test) != 3) {
+      std::printf("  %-12s no result: %s\n", core.empty() ? "(as loaded)" : core.c_str(), out.c_str());
+      continue;
+    }
+    const bool ok = std::string(test) == "ok";
+    const bool applied = core.empty() || strcasecmp(got, core.c_str()) == 0;
+    std::printf("  %-12s loaded %-10s %8.1f GFLOP/s  self-test %s%s\n",
+                core.empty() ? "(as loaded)" : core.c_str(), got, gflops, test,
+                applied ? "" : "  (OpenBLAS refused the core type: not counted)");
+    if (ok && applied) g_kernels.push_back({std::string("openblas ") + got, gflops});
+  }
+}
+
 #endif  // ASYNCND_HAVE_OPENBLAS
+
+void record_best_kernel() {
+  auto best = std::max_element(g_kernels.begin(), g_kernels.end(),
+                               [](const KernelFigure& x, const KernelFigure& y) { return x.gflops < y.gflops; });
+  if (best == g_kernels.end()) return;
+  record("sgemm1000_best_kernel_gflops", best->gflops,
+         "the fastest correct kernel of the sweep: " + best->name);
+  g_best_kernel = best->name;
+}
 
 // The portable GEMM (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the
 // WebAssembly build) on the same 1000x1000 product, inside an engine op as nd::dot runs it, with
@@ -284,6 +391,7 @@ void bench_portable_sgemm() {
     eng.delete_var(v);
     const std::string key = "portable_sgemm1000_" + std::to_string(threads) + "t_gflops";
     record(key, median(g), "engine with " + std::to_string(threads) + " worker(s), median of 9");
+    if (threads == 2) g_kernels.push_back({"portable, 2 workers", median(g)});
   }
   configure_engine(EngineOptions::from_env());
 }
@@ -471,6 +579,9 @@ std::string machine_json() {
     << ", \"cores\": " << std::thread::hardware_concurrency()
     << ", \"openblas_corename\": " << json_str(blas_corename())
     << ", \"openblas_threads\": " << blas_threads_policy()
+    << ", \"gemm\": " << json_str(cpu_gemm().kernel)
+    << ", \"gemm_reason\": " << json_str(cpu_gemm().reason)
+    << ", \"sgemm1000_best_kernel\": " << json_str(g_best_kernel)
     << ", \"cpu_workers\": " << engine().num_workers()
     << ", \"engine\": " << json_str(engine().kind() == EngineKind::kThreaded ? "threaded" : "naive")
     << ", \"env_OPENBLAS_CORETYPE\": " << json_str(env_or("OPENBLAS_CORETYPE", ""))
@@ -522,25 +633,39 @@ void merge_into(const std::filesystem::path& out) {
 
 }  // namespace
 
-// bench_native [--only=e6] [out.json]
+// bench_native [--only=e6|gemm] [out.json]
 int main(int argc, char** argv) {
   std::filesystem::path out = default_out();
   std::string only;
+  g_self_exe = exe_dir() + "/" + std::filesystem::path(argv[0]).filename().string();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+#if ASYNCND_HAVE_OPENBLAS
+    if (a == "--gemm-kernel") return gemm_kernel_child();  // a child of bench_gemm_sweep
+#endif
     if (a.rfind("--only=", 0) == 0) only = a.substr(7);
     else out = a;
   }
-  if (!only.empty() && only != "e6") {
-    std::fprintf(stderr, "bench_native: --only takes e6, got '%s'\n", only.c_str());
+  if (!only.empty() && only != "e6" && only != "gemm") {
+    std::fprintf(stderr, "bench_native: --only takes e6 or gemm, got '%s'\n", only.c_str());
     return 2;
   }
-  if (only == "e6") {
+  if (!only.empty()) {
     try {
-      std::printf("bench_native --only=e6: %s, %u cores, load average %s, OpenBLAS core %s\n",
-                  cpu_model().c_str(), std::thread::hardware_concurrency(), loadavg().c_str(),
-                  blas_corename().c_str());
-      bench_e6();
+      std::printf("bench_native --only=%s: %s, %u cores, load average %s, OpenBLAS core %s\n",
+                  only.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
+                  loadavg().c_str(), blas_corename().c_str());
+      if (only == "e6") {
+        bench_e6();
+      } else {  // the GEMM figures against this machine's floors: spin, kernels, engine
+        bench_spin_floor();
+#if ASYNCND_HAVE_OPENBLAS
+        bench_sgemm();
+        bench_gemm_sweep();
+#endif
+        bench_portable_sgemm();
+        record_best_kernel();
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_native: stopped by an error: %s\n", e.what());
       return 1;
@@ -556,17 +681,22 @@ int main(int argc, char** argv) {
                 cpu_model().c_str(), std::thread::hardware_concurrency(), g_load_start.c_str(),
                 g_busy_before, g_busy_before > 10 ? " (another process is running: expect noise)" : "");
     bench_numpy(exe_dir());
-    std::printf("\nengine: %d CPU workers, OpenBLAS core %s, %d BLAS threads (policy)\n",
-                engine().num_workers(), blas_corename().c_str(), blas_threads_policy());
+    std::printf("\nengine: %d CPU workers, OpenBLAS core %s, %d BLAS threads (policy)\n"
+                "GEMM: %s (%s)\n",
+                engine().num_workers(), blas_corename().c_str(), blas_threads_policy(),
+                cpu_gemm().kernel.c_str(), cpu_gemm().reason.c_str());
+    bench_spin_floor();
     bench_overhead();
     bench_wait_roundtrip();
     bench_e5();
 #if ASYNCND_HAVE_OPENBLAS
     bench_sgemm();
+    bench_gemm_sweep();
 #else
     std::fprintf(stderr, "bench_native: built without OpenBLAS: no sgemm1000_* figures\n");
 #endif
     bench_portable_sgemm();
+    record_best_kernel();
     bench_e1();
     bench_e6();
   } catch (const std::exception& e) {

@@ -176,7 +176,6 @@ CpuBackend& instance() {
 Backend& cpu_backend() { return instance(); }
 std::string cpu_blas_corename() { return instance().corename(); }
 int cpu_blas_threads() { return instance().blas_threads(); }
-const GemmSelection& cpu_gemm_selection() { return instance().gemm(); }
 std::size_t cpu_cached_bytes() { return CachingAllocator::instance().cached_bytes(); }
 void set_cpu_cache_limit(std::size_t bytes) { CachingAllocator::instance().set_limit(bytes); }
 std::size_t cpu_cache_limit() { return CachingAllocator::instance().limit(); }

@@ -19,10 +19,6 @@ Backend& cpu_backend();
 // OpenBLAS. Benchmarks print it next to every GEMM figure.
 std::string cpu_blas_corename();
 
-// The GEMM chosen when the backend started (gemm_select.h), with OpenBLAS's own core.
-struct GemmSelection;
-const GemmSelection& cpu_gemm_selection();
-
 // Threads each BLAS call may use (the thread policy in cpu_backend.cpp); 1 without OpenBLAS.
 int cpu_blas_threads();
 

@@ -174,8 +174,6 @@ bool switch_openblas_core(const std::string& core) {
   return ::strcasecmp(openblas_get_corename(), core.c_str()) == 0;
 }
 
-namespace {
-
 void openblas_sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                     const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
                     float* c, std::int64_t ldc) {
@@ -183,8 +181,6 @@ void openblas_sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
-
-}  // namespace
 
 GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
                                    const CpuFeatures& cpu) {

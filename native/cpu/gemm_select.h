@@ -55,6 +55,11 @@ struct GemmSelection {
 };
 
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+// cblas_sgemm with Backend::sgemm's arguments (dimensions within int: the caller checks).
+void openblas_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    float alpha, const float* a, std::int64_t lda, const float* b,
+                    std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
 // Restarts OpenBLAS with OPENBLAS_CORETYPE=core (through its exported gotoblas_dynamic_quit and
 // gotoblas_dynamic_init; the variable is restored afterwards). Returns false, changing nothing,
 // when this OpenBLAS lacks those entry points; otherwise whether the core it now reports is

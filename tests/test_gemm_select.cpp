@@ -1,0 +1,217 @@
+// The choice of the CPU GEMM (native/cpu/gemm_select.h): the decision on any CPU, the self-test,
+// ASYNCND_GEMM, and, where OpenBLAS is built in, the switch on the live library and what a fresh
+// process with nothing set selects.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "asyncnd/asyncnd.h"
+#include "asyncnd/detail/backend.h"
+#include "cpu/gemm_select.h"
+
+#if ASYNCND_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+using asyncnd::detail::better_cores;
+using asyncnd::detail::CpuFeatures;
+using asyncnd::detail::GemmChoice;
+using asyncnd::detail::gemm_choice_from_env;
+using asyncnd::detail::gemm_self_test;
+using asyncnd::detail::is_fallback_core;
+
+namespace {
+
+// Runs this test binary again on one hidden test case, with `env` before it, and returns what it
+// printed (stdout and stderr) and its exit status.
+std::string run_child(const std::string& env, const std::string& test, int* status) {
+  const std::string cmd = "env -u OPENBLAS_CORETYPE " + env + " /proc/" +
+                          std::to_string(::getpid()) + "/exe '" + test + "' 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    *status = ::pclose(p);
+  } else {
+    *status = -1;
+  }
+  return out;
+}
+
+std::string line_after(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  if (at == std::string::npos) return {};
+  const auto end = text.find('\n', at);
+  return text.substr(at + key.size(), end - at - key.size());
+}
+
+}  // namespace
+
+TEST_CASE("gemm selection: fallback cores and the better ones for each CPU", "[gemm][select]") {
+  for (const char* core : {"Prescott", "prescott", "Core2", "Nehalem", "Katmai", "Sandybridge"}) {
+    INFO(core);
+    CHECK(is_fallback_core(core));
+  }
+  for (const char* core : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"}) {
+    INFO(core);
+    CHECK_FALSE(is_fallback_core(core));
+  }
+  // The Intel Xeon of our machines (family 6 model 207, AVX-512), where OpenBLAS 0.3.21 loads
+  // Prescott: SkylakeX first, Haswell next.
+  const CpuFeatures xeon{true, true, true}, zen3{true, true, false}, old{false, false, false};
+  CHECK(better_cores("Prescott", xeon) == std::vector<std::string>{"SkylakeX", "Haswell"});
+  CHECK(better_cores("Prescott", zen3) == std::vector<std::string>{"Haswell"});
+  CHECK(better_cores("Prescott", old).empty());  // nothing better on an SSE-only CPU
+  CHECK(better_cores("Haswell", xeon).empty());  // OpenBLAS knew the CPU: never second-guessed
+  CHECK(better_cores("Zen", zen3).empty());
+}
+
+TEST_CASE("gemm selection: ASYNCND_GEMM values, and a clear error for a bad one", "[gemm][select]") {
+  CHECK(gemm_choice_from_env(nullptr, true) == GemmChoice::kAuto);
+  CHECK(gemm_choice_from_env("", true) == GemmChoice::kAuto);
+  CHECK(gemm_choice_from_env("auto", true) == GemmChoice::kAuto);
+  CHECK(gemm_choice_from_env("openblas", true) == GemmChoice::kOpenblas);
+  CHECK(gemm_choice_from_env("portable", false) == GemmChoice::kPortable);
+  CHECK_THROWS_WITH(gemm_choice_from_env("fast", true),
+                    "ASYNCND_GEMM: unknown GEMM 'fast' (expected auto, openblas or portable)");
+  CHECK_THROWS_WITH(gemm_choice_from_env("OpenBLAS", true), Catch::Contains("'OpenBLAS'"));
+  CHECK_THROWS_WITH(gemm_choice_from_env("openblas", false),
+                    Catch::StartsWith("ASYNCND_GEMM=openblas: this build has no OpenBLAS"));
+}
+
+TEST_CASE("gemm selection: the self-test passes right kernels and catches wrong ones",
+          "[gemm][select]") {
+  CHECK(gemm_self_test(asyncnd::detail::reference_sgemm) == "");
+  CHECK(gemm_self_test(asyncnd::detail::portable_sgemm) == "");
+  // Off by 1% in one element of the large product only: caught (the bound is float rounding's
+  // worst case, k products and sums, far below what a broken kernel gets wrong).
+  auto slightly_wrong = [](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                           float alpha, const float* a, std::int64_t lda, const float* b,
+                           std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+    asyncnd::detail::reference_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (m * n * k > 100000) c[(m / 2) * ldc + n / 2] *= 1.01f;
+  };
+  CHECK_THAT(gemm_self_test(slightly_wrong), Catch::Contains("m=131 n=97 k=257"));
+  // A kernel that ignores the transpose of B.
+  auto no_trans_b = [](bool ta, bool, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                       const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                       float beta, float* c, std::int64_t ldc) {
+    asyncnd::detail::reference_sgemm(ta, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  };
+  CHECK_THAT(gemm_self_test(no_trans_b), Catch::StartsWith("AB^T"));
+  // One that writes past C's columns into the padding.
+  auto pads = [](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                 float* c, std::int64_t ldc) {
+    asyncnd::detail::reference_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (ldc > n) c[n] = 0.0f;
+  };
+  CHECK_FALSE(gemm_self_test(pads).empty());
+}
+
+TEST_CASE("gemm selection: cpu_gemm() says what runs and why", "[gemm][select]") {
+  const asyncnd::CpuGemm g = asyncnd::cpu_gemm();
+  CHECK_FALSE(g.kernel.empty());
+  CHECK_FALSE(g.reason.empty());
+#if ASYNCND_HAVE_OPENBLAS
+  if (std::getenv("ASYNCND_GEMM") == nullptr) {
+    CHECK(g.kernel == "openblas " + std::string(openblas_get_corename()));
+  }
+#endif
+}
+
+// Run by the test below in a child process: the selection as a fresh process makes it.
+TEST_CASE("gemm selection: report (child)", "[.][gemm-child]") {
+  try {
+    const asyncnd::CpuGemm g = asyncnd::cpu_gemm();
+    std::printf("kernel=%s\nreason=%s\n", g.kernel.c_str(), g.reason.c_str());
+    // And a GEMM through the engine with it: [[1,2],[3,4]]^2 summed = 7+10+15+22.
+    asyncnd::NDArray a = asyncnd::nd::from_vector({1, 2, 3, 4}, {2, 2});
+    std::printf("dotsum=%g\n", asyncnd::nd::dot(a, a).sum().item());
+  } catch (const std::exception& e) {
+    std::printf("error=%s\n", e.what());
+  }
+}
+
+TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback kernel on a CPU "
+          "with AVX2, and a bad ASYNCND_GEMM is a clear error",
+          "[gemm][select]") {
+  int status = 0;
+  std::string out = run_child("-u ASYNCND_GEMM", "gemm selection: report (child)", &status);
+  INFO(out);
+  REQUIRE(status == 0);
+  const std::string kernel = line_after(out, "kernel=");
+  CHECK(line_after(out, "dotsum=") == "54");
+#if ASYNCND_HAVE_OPENBLAS
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (cpu.avx2 && cpu.fma) {
+    REQUIRE(kernel.rfind("openblas ", 0) == 0);
+    CHECK_FALSE(is_fallback_core(kernel.substr(9)));
+  } else {
+    WARN("SKIPPED: this CPU has no AVX2 with FMA, so OpenBLAS's fallback kernel is its best");
+  }
+#endif
+  out = run_child("ASYNCND_GEMM=portable", "gemm selection: report (child)", &status);
+  CHECK(line_after(out, "kernel=") == "portable");
+  CHECK(line_after(out, "dotsum=") == "54");
+  out = run_child("ASYNCND_GEMM=blis", "gemm selection: report (child)", &status);
+  CHECK(line_after(out, "error=") ==
+        "ASYNCND_GEMM: unknown GEMM 'blis' (expected auto, openblas or portable)");
+}
+
+#if ASYNCND_HAVE_OPENBLAS
+using asyncnd::detail::openblas_sgemm;
+
+TEST_CASE("gemm selection: on a simulated fallback load, auto moves OpenBLAS to a better kernel "
+          "that passes its self-test, and a user's OPENBLAS_CORETYPE is left alone",
+          "[gemm][select]") {
+  using asyncnd::detail::select_openblas_gemm;
+  using asyncnd::detail::switch_openblas_core;
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (!cpu.avx2 || !cpu.fma) {
+    WARN("SKIPPED: this CPU has no AVX2 with FMA: no kernel better than a fallback one applies");
+    return;
+  }
+  asyncnd::nd::waitall();  // no GEMM may run while OpenBLAS switches
+  const std::string original = openblas_get_corename();
+  auto coretype_env = [] {
+    const char* v = std::getenv("OPENBLAS_CORETYPE");
+    return v ? std::string(v) : std::string("(unset)");
+  };
+  const std::string env_before = coretype_env();
+  // As OpenBLAS 0.3.21 loads on a CPU model it does not know.
+  REQUIRE(switch_openblas_core("Prescott"));
+  CHECK(std::string(openblas_get_corename()) == "Prescott");
+  CHECK(gemm_self_test(openblas_sgemm) == "");  // the fallback is right, only slow
+
+  // The user's own choice: never overridden.
+  asyncnd::detail::GemmSelection s = select_openblas_gemm(GemmChoice::kAuto, "Prescott", cpu);
+  CHECK(s.kernel == "openblas Prescott");
+  CHECK_THAT(s.reason, Catch::Contains("OPENBLAS_CORETYPE=Prescott set by the user"));
+  s = select_openblas_gemm(GemmChoice::kOpenblas, nullptr, cpu);
+  CHECK(s.kernel == "openblas Prescott");
+
+  s = select_openblas_gemm(GemmChoice::kAuto, nullptr, cpu);
+  const std::string want = cpu.avx512 ? "SkylakeX" : "Haswell";
+  CHECK(s.loaded_core == "Prescott");
+  CHECK(s.kernel == "openblas " + want);
+  CHECK(std::string(openblas_get_corename()) == want);
+  CHECK_THAT(s.reason, Catch::Contains("fallback kernel Prescott") &&
+                           Catch::Contains("switched to " + want));
+  CHECK(coretype_env() == env_before);  // the environment is as it was
+  CHECK(gemm_self_test(openblas_sgemm) == "");
+
+  // Every kernel that applies to this CPU computes right (odd shapes, transposes, strides).
+  for (const std::string& core : asyncnd::detail::better_cores("Prescott", cpu)) {
+    INFO(core);
+    REQUIRE(switch_openblas_core(core));
+    CHECK(gemm_self_test(openblas_sgemm) == "");
+  }
+  REQUIRE(switch_openblas_core(original));
+  CHECK(std::string(openblas_get_corename()) == original);
+}
+#endif
