@@ -67,6 +67,7 @@ function setLanguage(code, { remember = false } = {}) {
   document.documentElement.lang = i18n.locale;
   document.title = t('page.title');
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.locale = i18n.locale;  // the axes' numbers
   for (const [e, slots] of bindings) {
     if (!e.isConnected) {
       bindings.delete(e);
@@ -286,9 +287,9 @@ function timelineChart(canvas, events, threads) {
             label: (c) => {
               const e = c.raw.ev;
               // Profiler times are in microseconds; fmt takes seconds.
-              return [t('timeline.tooltip', { name: e.name, ran: fmt((e.end - e.start) * 1e-6, 'us'),
-                                              queued: fmt((e.start - e.push) * 1e-6, 's') }),
-                      ...(e.failed ? [t('timeline.opFailed')] : []), ...(e.skipped ? [t('timeline.opSkipped')] : [])].join(' ');
+              return i18n.sentences(t('timeline.tooltip', { name: e.name, ran: fmt((e.end - e.start) * 1e-6, 'us'),
+                                                            queued: fmt((e.start - e.push) * 1e-6, 's') }),
+                                    e.failed && t('timeline.opFailed'), e.skipped && t('timeline.opSkipped'));
             },
           },
         },
@@ -321,12 +322,11 @@ function showTimeline(key, canvas, note, m) {
   canvas.ondblclick = () => chart.resetZoom();
   const total = m.eventsTotal || events.length;
   const skew = clockSkewUs(events);
-  bind(note, () => [
+  bind(note, () => i18n.sentences(
     t('timeline.recorded', { count: total }),
-    ...(total > events.length ? [t('timeline.drawnOf', { shown: events.length, total })] : []),
+    total > events.length && t('timeline.drawnOf', { shown: events.length, total }),
     t('timeline.help'),
-    ...(skew > 1 ? [t('timeline.skew', { time: fmt(skew * 1e-6, 's') })] : []),
-  ].join(' '));
+    skew > 1 && t('timeline.skew', { time: fmt(skew * 1e-6, 's') })));
 }
 
 function showGraph(key, container, events, names) {
@@ -579,6 +579,7 @@ function init() {
   document.documentElement.lang = i18n.locale;
   document.title = t('page.title');
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.locale = i18n.locale;  // the axes' numbers
   for (const e of document.querySelectorAll('[data-i18n]')) bind(e, () => t(e.dataset.i18n));
   for (const e of document.querySelectorAll('[data-i18n-html]')) bind(e, () => html(e.dataset.i18nHtml), 'html');
   for (const e of document.querySelectorAll('[data-i18n-title]')) bind(e, () => t(e.dataset.i18nTitle), 'title');

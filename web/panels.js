@@ -189,12 +189,11 @@ export const PANELS = [
           })),
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series, r.boundBytes, tr) },
-        text: [
-          ...(by.none && by.sync ? [t('E6.text.peaks', { none: fmt(by.none.peakBytes, 'MB'), sync: fmt(by.sync.peakBytes, 'MB') })] : []),
+        text: tr.sentences(
+          by.none && by.sync && t('E6.text.peaks', { none: fmt(by.none.peakBytes, 'MB'), sync: fmt(by.sync.peakBytes, 'MB') }),
           // The error is the engine's own message (an allocation that failed), as it is.
           ...r.series.filter((s) => s.error).map((s) =>
-            t('E6.text.stopped', { mode: mode(s), done: s.batchesDone, total: r.batches, error: s.error })),
-        ].join(' '),
+            t('E6.text.stopped', { mode: mode(s), done: s.batchesDone, total: r.batches, error: s.error }))),
       };
     },
   },
@@ -203,7 +202,7 @@ export const PANELS = [
     title: 'E7.title',
     explain: 'E7.explainHtml',
     params: [{ key: 'n', label: 'param.size', value: 1500, min: 200, max: 3000, step: 100 }],
-    render: (r, m, { t }) => ({
+    render: (r, m, { t, sentences }) => ({
       figures: [
         { key: 'dotS', label: t('E7.fig.dot'), value: r.dotS, unit: 's' },
         { key: 'jsS', label: t('E7.fig.js'), value: r.jsS, unit: 's' },
@@ -217,7 +216,7 @@ export const PANELS = [
         { label: t('E7.bar.serial'), value: r.serialS, color: C.sync },
         { label: t('E7.bar.overlap'), value: r.overlapS, color: C.ok },
       ] },
-      text: `${t('E7.text.gpu')} ${r.overlapS < 0.8 * r.serialS ? t('E7.text.overlap') : t('E7.text.noOverlap')}`,
+      text: sentences(t('E7.text.gpu'), r.overlapS < 0.8 * r.serialS ? t('E7.text.overlap') : t('E7.text.noOverlap')),
     }),
   },
 ];

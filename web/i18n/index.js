@@ -96,6 +96,12 @@ export function makeTranslator(code) {
     },
     // Text that is the same in every language on purpose (E1, an op's name, a language's own name).
     raw: (s) => note(String(s)),
+    // Sentences joined as the language writes them: a space after a Latin full stop, none after
+    // a Chinese one (。).
+    sentences: (...parts) => {
+      const [first = '', ...rest] = parts.filter(Boolean);
+      return note(rest.reduce((a, b) => a + (/[。！？：；）]$/.test(a) ? '' : ' ') + b, first));
+    },
     fmt,
     number: (v, opts) => note(number(v, opts)),
   };
