@@ -8,6 +8,7 @@
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
+#   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU)
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
@@ -15,7 +16,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean fuzz
 .PHONY: setup-web playground test-web
 
 JOBS ?= 2
@@ -68,7 +69,27 @@ wasm: setup
 test-wasm: wasm
 	cd wasm && node --test test/*.test.js
 	cd wasm && ASYNCND_TEST_THREADS=1 node --test test/api.test.js test/async.test.js \
-	  test/errors.test.js test/memory.test.js test/autograd.test.js
+	  test/errors.test.js test/memory.test.js test/autograd.test.js test/bad_input.test.js \
+	  test/fuzz.test.js
+
+# The fuzz tests (tests/test_fuzz.cpp, wasm/test/fuzz.test.js) at length: FUZZ_STEPS steps for
+# each seed, natively with the naive engine and 1, 2 and 4 workers, in wasm with 1, 2 and 4
+# threads. A failure prints the seed and the step; rerun with ASYNCND_FUZZ_SEED to reproduce.
+FUZZ_SEEDS ?= 1 2 3 4
+FUZZ_STEPS ?= 100000
+FUZZ_NATIVE := build/asyncnd_tests "fuzz: random API sequences on the engine as configured"
+fuzz: build wasm
+	for s in $(FUZZ_SEEDS); do \
+	  for cfg in ASYNCND_ENGINE=naive ASYNCND_CPU_WORKERS=1 ASYNCND_CPU_WORKERS=2 ASYNCND_CPU_WORKERS=4; do \
+	    echo "fuzz: native, $$cfg, seed $$s"; \
+	    env $$cfg ASYNCND_FUZZ_SEED=$$s ASYNCND_FUZZ_STEPS=$(FUZZ_STEPS) $(FUZZ_NATIVE); \
+	  done; \
+	  for t in 1 2 4; do \
+	    echo "fuzz: wasm, $$t threads, seed $$s"; \
+	    (cd wasm && ASYNCND_TEST_THREADS=$$t ASYNCND_FUZZ_SEED=$$s ASYNCND_FUZZ_STEPS=$(FUZZ_STEPS) \
+	      node --test test/fuzz.test.js); \
+	  done; \
+	done
 
 test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=thread -S . -B build-tsan

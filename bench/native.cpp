@@ -320,27 +320,34 @@ void bench_e1() {
 }
 
 // ---- E6 ------------------------------------------------------------------------------------
-// The chapter's MLP, 100 batches, trained three ways (examples/cpp/e6_mlp.h). Repeats are
-// interleaved (sync, nosync, bounded, sync, ...) so that every mode sees the same machine; each
-// figure is the median over the repeats.
+// The chapter's MLP, 100 batches, trained four ways (examples/cpp/e6_mlp.h). Repeats are
+// interleaved (sync, nosync, bounded, default, sync, ...) so that every mode sees the same
+// machine; each figure is the median over the repeats.
 void bench_e6() {
-  heading("E6: the chapter's MLP, 100 batches of 1024x512, sync / nosync / bounded");
+  heading("E6: the chapter's MLP, 100 batches of 1024x512, sync / nosync / bounded / default");
   const int kReps = 3;
   e6::Config cfg;
   cfg.bound_bytes = e6::default_bound_bytes();
-  const e6::Mode modes[] = {e6::Mode::kSync, e6::Mode::kNoSync, e6::Mode::kBounded};
-  std::vector<double> total[3], peak[3], rss[3], batch[3];
+  const e6::Mode modes[] = {e6::Mode::kSync, e6::Mode::kNoSync, e6::Mode::kBounded,
+                            e6::Mode::kDefault};
+  constexpr int kModes = 4;
+  std::vector<double> total[kModes], peak[kModes], rss[kModes], batch[kModes], waits;
+  double default_bound_mb = 0;
   for (int r = 0; r < kReps; ++r) {
-    for (int m = 0; m < 3; ++m) {
+    for (int m = 0; m < kModes; ++m) {
       const e6::Result res = e6::run(modes[m], cfg);
       e6::print(res);
       total[m].push_back(res.total_s);
       peak[m].push_back(res.engine_peak_mb);
       rss[m].push_back(res.rss_peak_mb);
       batch[m].push_back(res.per_batch_ms);
+      if (modes[m] == e6::Mode::kDefault) {
+        waits.push_back(static_cast<double>(res.push_waits));
+        default_bound_mb = res.bound_mb;
+      }
     }
   }
-  for (int m = 0; m < 3; ++m) {
+  for (int m = 0; m < kModes; ++m) {
     const std::string k = std::string("e6_") + e6::mode_name(modes[m]);
     record(k + "_s", median(total[m]), "total time, first batch handed out to waitall");
     record(k + "_peak_mb", median(peak[m]), "engine bytes in use at peak (MB)");
@@ -348,7 +355,12 @@ void bench_e6() {
     record(k + "_batch_ms", median(batch[m]), "time between two batches handed out (ms)");
   }
   record("e6_bound_mb", cfg.bound_bytes / 1e6, "the in-flight byte bound of the bounded runs (MB)");
+  record("e6_default_bound_mb", default_bound_mb,
+         std::string("the engine's default byte bound (MB), from ") +
+             bound_source_name(engine().stats().max_inflight_bytes_source));
+  record("e6_default_push_waits", median(waits), "pushes that waited on the default bound");
 }
+
 
 std::filesystem::path default_out() { return bench_dir() + "/results/native.json"; }
 
@@ -477,10 +489,66 @@ std::string exe_dir() {
   return std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path().string();
 }
 
+// --only=e6: writes the figures measured into the existing file, keeping its other keys and its
+// "machine" line (the file has one "key": value per line, as main writes it).
+void merge_into(const std::filesystem::path& out) {
+  std::ifstream in(out);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  std::vector<std::string> body;  // the "key": value lines, without the trailing comma
+  std::string machine;
+  for (const std::string& l : lines) {
+    if (l.rfind("  \"machine\":", 0) == 0) machine = l;
+    else if (l.rfind("  \"", 0) == 0) body.push_back(l.back() == ',' ? l.substr(0, l.size() - 1) : l);
+  }
+  for (const Figure& f : g_figures) {
+    char num[64];
+    std::snprintf(num, sizeof num, "%.6g", f.value);
+    const std::string key = "  " + json_str(f.key) + ":";
+    const std::string entry = key + " " + num;
+    bool found = false;
+    for (std::string& b : body) {
+      if (b.rfind(key, 0) == 0) b = entry, found = true;
+    }
+    if (!found) body.push_back(entry);
+  }
+  if (machine.empty()) machine = "  \"machine\": " + machine_json();
+  std::ofstream f(out);
+  f << "{\n";
+  for (const std::string& b : body) f << b << ",\n";
+  f << machine << "\n}\n";
+}
+
 }  // namespace
 
+// bench_native [--only=e6] [out.json]
 int main(int argc, char** argv) {
-  std::filesystem::path out = argc > 1 ? argv[1] : default_out();
+  std::filesystem::path out = default_out();
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+    else out = a;
+  }
+  if (!only.empty() && only != "e6") {
+    std::fprintf(stderr, "bench_native: --only takes e6, got '%s'\n", only.c_str());
+    return 2;
+  }
+  if (only == "e6") {
+    try {
+      std::printf("bench_native --only=e6: %s, %u cores, load average %s, OpenBLAS core %s\n",
+                  cpu_model().c_str(), std::thread::hardware_concurrency(), loadavg().c_str(),
+                  blas_corename().c_str());
+      bench_e6();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_native: stopped by an error: %s\n", e.what());
+      return 1;
+    }
+    merge_into(out);
+    std::printf("\nupdated %s\n", out.string().c_str());
+    return 0;
+  }
   try {
     g_load_start = loadavg();
     g_busy_before = busy_percent(1.0);

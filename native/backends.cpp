@@ -1,4 +1,10 @@
 // The backends built into the native library: the one file with backend #ifs (STYLE.md).
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
@@ -25,5 +31,56 @@ const std::vector<Backend*>& builtin_backends() {
   return *backends;
 }
 
+namespace {
+
+// The whole file, or false when it cannot be read.
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream f(path);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// This process's cgroup path for a v2 hierarchy ("0::/path") or the v1 memory controller
+// ("N:...memory...:/path"), from /proc/self/cgroup; empty when not listed.
+std::string cgroup_path(bool v2) {
+  std::ifstream f("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const bool match = v2 ? line.compare(0, a, "0") == 0 && controllers.empty()
+                          : (',' + controllers + ',').find(",memory,") != std::string::npos;
+    if (match) return line.substr(b + 1);
+  }
+  return {};
+}
+
+// The cgroup file of this process's group if present, else the hierarchy's root one (inside a
+// container the group's own files are mounted at the root).
+bool read_cgroup(const std::string& root, const std::string& file, bool v2, std::string& out) {
+  const std::string p = cgroup_path(v2);
+  if (!p.empty() && p != "/" && read_text(root + p + "/" + file, out)) return true;
+  return read_text(root + "/" + file, out);
+}
+
+}  // namespace
+
 }  // namespace detail
+
+MemoryLimit program_memory_limit() {
+  std::uint64_t physical = 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) physical = static_cast<std::uint64_t>(pages) * page;
+  std::string v2, v1;
+  const bool has_v2 = detail::read_cgroup("/sys/fs/cgroup", "memory.max", true, v2);
+  const bool has_v1 =
+      detail::read_cgroup("/sys/fs/cgroup/memory", "memory.limit_in_bytes", false, v1);
+  return detail::memory_limit_from(has_v2 ? v2.c_str() : nullptr, has_v1 ? v1.c_str() : nullptr,
+                                   physical);
+}
+
 }  // namespace asyncnd

@@ -2,11 +2,13 @@
 // backpressure, priorities, the profiler, stats and parallel_for.
 #include <catch2/catch.hpp>
 
+#include <asyncnd/detail/backend.h>  // detail::memory_limit_from
 #include <asyncnd/engine.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "test_util.h"
@@ -390,4 +392,122 @@ TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE and ASYNCND_CPU_WORKERS"
   ::setenv("ASYNCND_CPU_WORKERS", "many", 1);
   CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("many"));
   ::unsetenv("ASYNCND_CPU_WORKERS");
+}
+
+TEST_CASE("memory_limit_from: the cgroup's limit when below physical memory, else physical",
+          "[engine][backpressure]") {
+  using detail::memory_limit_from;
+  const std::uint64_t phys = 24ull << 30;
+  auto check = [](MemoryLimit m, std::uint64_t bytes, BoundSource source) {
+    CHECK(m.bytes == bytes);
+    CHECK(m.source == source);
+  };
+  check(memory_limit_from(nullptr, nullptr, phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("max\n", nullptr, phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("max\n", "1073741824\n", phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("1073741824\n", nullptr, phys), 1ull << 30, BoundSource::kCgroup);
+  check(memory_limit_from(nullptr, "536870912\n", phys), 512ull << 20, BoundSource::kCgroup);
+  // cgroup v1's "unlimited" is about 2^63: physical memory decides.
+  check(memory_limit_from(nullptr, "9223372036854771712\n", phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from(nullptr, "99999999999999999999999\n", phys), phys,
+        BoundSource::kPhysical);
+  check(memory_limit_from("", "536870912", phys), 512ull << 20, BoundSource::kCgroup);
+  check(memory_limit_from("1073741824", nullptr, 0), 1ull << 30, BoundSource::kCgroup);
+  check(memory_limit_from(nullptr, nullptr, 0), 0, BoundSource::kNone);
+
+  const MemoryLimit here = program_memory_limit();
+  INFO("this machine: " << here.bytes << " bytes, " << bound_source_name(here.source));
+  CHECK(here.bytes > 0);
+  CHECK((here.source == BoundSource::kCgroup || here.source == BoundSource::kPhysical));
+}
+
+TEST_CASE("from_env: the default byte bound is a quarter of the memory limit (at most 512 MiB), "
+          "the environment "
+          "overrides both bounds", "[engine][backpressure]") {
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+  const MemoryLimit small{64ull << 20, BoundSource::kCgroup};
+  EngineOptions o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(o.max_inflight_bytes == (64u << 20) / kDefaultInflightBytesDivisor);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kCgroup);
+  o = EngineOptions::from_env(MemoryLimit{});
+  CHECK(o.max_inflight_bytes == 0);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kNone);
+  CHECK(EngineOptions::from_env().max_inflight_bytes ==
+        default_max_inflight_bytes(program_memory_limit().bytes));
+  // The cap: a quarter of 64 GiB would be 16 GiB.
+  CHECK(EngineOptions::from_env(MemoryLimit{64ull << 30, BoundSource::kPhysical})
+            .max_inflight_bytes == kDefaultInflightBytesCap);
+  CHECK(default_max_inflight_bytes(2ull << 30) == 512ull << 20);
+
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "1000", 1);
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "7", 1);
+  o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_bytes == 1000);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kEnv);
+  CHECK(o.max_inflight_ops == 7);
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "0", 1);  // 0: no bound
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "0", 1);
+  o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_bytes == 0);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kNone);
+  CHECK(o.max_inflight_ops == 0);
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+
+  for (const char* bad : {"-1", "12abc", "lots", "", " 5", "1e9", "99999999999999999999999"}) {
+    ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", bad, 1);
+    CHECK_THROWS_WITH(EngineOptions::from_env(small),
+                      Catch::Contains("ASYNCND_MAX_INFLIGHT_BYTES") &&
+                          Catch::Contains(std::string("'") + bad + "'"));
+  }
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "-3", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(small),
+                    Catch::Contains("ASYNCND_MAX_INFLIGHT_OPS") && Catch::Contains("'-3'"));
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+}
+
+TEST_CASE("stats: the bounds in force, the byte bound's source, and the pushes that waited",
+          "[engine][backpressure]") {
+  Engine eng(EngineOptions::from_env(MemoryLimit{1ull << 30, BoundSource::kWasmHeap}));
+  EngineStats s = eng.stats();
+  CHECK(s.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(s.max_inflight_bytes == (1u << 30) / kDefaultInflightBytesDivisor);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kWasmHeap);
+  CHECK(std::string(bound_source_name(s.max_inflight_bytes_source)) == "wasm heap");
+  CHECK(s.push_waits == 0);
+
+  eng.set_max_inflight(2, 100);
+  s = eng.stats();
+  CHECK(s.max_inflight_ops == 2);
+  CHECK(s.max_inflight_bytes == 100);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kUser);
+  // A gated op and a second one fill the op bound: the third push waits until the gate opens.
+  Gate gate;
+  Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var();
+  eng.push([&] { gate.wait(); }, {}, {a});
+  eng.push([] {}, {a}, {b});
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open = true;
+  });
+  eng.push([] {}, {}, {c});
+  opener.join();
+  eng.waitall();
+  CHECK(eng.stats().push_waits >= 1);
+
+  eng.set_max_inflight(0, 0);
+  s = eng.stats();
+  CHECK(s.max_inflight_ops == 0);
+  CHECK(s.max_inflight_bytes == 0);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kNone);
+  eng.reset_max_inflight();
+  s = eng.stats();
+  CHECK(s.max_inflight_bytes == (1u << 30) / kDefaultInflightBytesDivisor);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kWasmHeap);
+
+  Engine mine(EngineOptions{EngineKind::kThreaded, 1, 0, 5000});
+  CHECK(mine.stats().max_inflight_bytes_source == BoundSource::kUser);
+  CHECK(std::string(bound_source_name(BoundSource::kNone)) == "none");
 }

@@ -175,6 +175,44 @@ TEST_CASE("with a byte bound, engine memory stays under the bound plus one op's 
   CHECK(acc.to_vector()[0] == Approx(want).epsilon(1e-5));
 }
 
+TEST_CASE("bounded by default: with a small simulated memory limit, a loop that looks unbounded "
+          "stays under the derived bound plus one op's output", "[nn][backpressure]") {
+  // The process-wide engine as it would start on a machine with 32 MiB to spare (an injected
+  // limit, not this machine's): its default byte bound is 8 MiB. Nothing is set by the loop.
+  const MemoryLimit limit{32ull << 20, BoundSource::kCgroup};
+  configure_engine(EngineOptions::from_env(limit));
+  const std::size_t bound = engine().max_inflight_bytes();
+  CHECK(bound == default_max_inflight_bytes(limit.bytes));
+  const std::int64_t elems = 1 << 18;  // 1 MiB outputs
+  const std::size_t out_bytes = static_cast<std::size_t>(elems) * sizeof(float);
+  const int n = static_cast<int>(scaled(200, 40));  // unbounded, 2n MiB would be queued
+  std::uint64_t peak = 0, base = 0, waits = 0;
+  float got = 0;
+  {
+    NDArray x = nd::ones({elems});
+    NDArray acc = nd::zeros({elems});
+    nd::waitall();
+    base = engine().stats().bytes_in_use;
+    const std::uint64_t waits_before = engine().stats().push_waits;
+    engine().reset_peak_bytes();
+    for (int i = 0; i < n; ++i) {
+      NDArray y = nd::exp(x) + 1.0f;
+      acc += y;
+    }
+    nd::waitall();
+    const EngineStats s = engine().stats();
+    peak = s.bytes_peak;
+    waits = s.push_waits - waits_before;
+    CHECK(s.max_inflight_bytes_source == BoundSource::kCgroup);
+    got = acc.to_vector()[0];
+  }
+  configure_engine(EngineOptions::from_env());  // the machine's own limit again
+  INFO("peak " << peak << " base " << base << " bound " << bound << ", " << waits << " waits");
+  CHECK(peak <= base + bound + out_bytes);
+  CHECK(waits > 0);  // the bound, not the machine, held the loop back
+  CHECK(got == Approx(static_cast<float>(n) * (std::exp(1.0f) + 1.0f)).epsilon(1e-5));
+}
+
 TEST_CASE("without a bound the frontend runs far ahead, and the results are right",
           "[nn][backpressure]") {
   BoundGuard guard;

@@ -1,6 +1,7 @@
 // The backends built into the WebAssembly module: the worker-thread CPU backend only (no GPU in
 // WebAssembly). The wasm counterpart of native/backends.cpp.
 #include <emscripten.h>
+#include <emscripten/heap.h>
 
 #include <cstdint>
 #include <vector>
@@ -40,4 +41,11 @@ const std::vector<Backend*>& builtin_backends() {
 }
 
 }  // namespace detail
+
+// The module's maximum heap (-sMAXIMUM_MEMORY in wasm/CMakeLists.txt): queued work and everything
+// else share it, whatever the machine has.
+MemoryLimit program_memory_limit() {
+  return {static_cast<std::uint64_t>(emscripten_get_heap_max()), BoundSource::kWasmHeap};
+}
+
 }  // namespace asyncnd

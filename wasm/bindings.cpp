@@ -40,6 +40,8 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("requestRead", &w::request_read);
   function("stats", &w::stats);
   function("setMaxInflight", &w::set_max_inflight);
+  function("resetMaxInflight", &w::reset_max_inflight);
+  function("setEnv", &w::set_env);
   function("profilerStart", &w::profiler_start);
   function("profilerStop", &w::profiler_stop);
   function("profilerEvents", &w::profiler_events);

@@ -105,9 +105,13 @@ Shape to_shape(const val& v, const char* op, bool allow_minus_one) {
   for (unsigned i = 0; i < n; ++i) {
     const val d = v[i];
     const double x = d.isNumber() ? d.as<double>() : std::nan("");
-    const bool ok = std::isfinite(x) && x == std::floor(x) && (x >= 0 || (allow_minus_one && x == -1));
+    // Whole numbers a double holds exactly (2^53 - 1 at most), so the cast below is defined.
+    const bool ok = std::isfinite(x) && x == std::floor(x) && x <= 9007199254740991.0 &&
+                    (x >= 0 || (allow_minus_one && x == -1));
     if (!ok) {
-      throw Error(std::string(op) + ": bad dimension " + d.call<std::string>("toString") +
+      // String(), not d.toString(): undefined and null have no toString (index.cjs checks shapes
+      // first; this is the second line for callers of the raw module).
+      throw Error(std::string(op) + ": bad dimension " + val::global("String")(d).as<std::string>() +
                   " at index " + std::to_string(i) + " of the shape");
     }
     s.push_back(static_cast<std::int64_t>(x));
@@ -364,6 +368,10 @@ val stats() {
         o.set("pending", static_cast<double>(s.pending));
         o.set("inflightBytes", static_cast<double>(s.inflight_bytes));
         o.set("liveVars", static_cast<double>(s.live_vars));
+        o.set("maxInflightOps", static_cast<double>(s.max_inflight_ops));
+        o.set("maxInflightBytes", static_cast<double>(s.max_inflight_bytes));
+        o.set("maxInflightBytesSource", std::string(bound_source_name(s.max_inflight_bytes_source)));
+        o.set("pushWaits", static_cast<double>(s.push_waits));
         o.set("bytesInUse", static_cast<double>(s.bytes_in_use));
         o.set("bytesPeak", static_cast<double>(s.bytes_peak));
         o.set("liveArrays", g_live);
@@ -396,6 +404,21 @@ int set_max_inflight(double ops, double bytes) {
         return 0;
       },
       -1);
+}
+
+int reset_max_inflight() {
+  return guarded(
+      [] {
+        engine().reset_max_inflight();
+        return 0;
+      },
+      -1);
+}
+
+int set_env(std::string name, std::string value) {
+  // Only the engine's own variables: the module's environment is not the process's.
+  if (name.rfind("ASYNCND_", 0) != 0) return -1;
+  return ::setenv(name.c_str(), value.c_str(), 1);
 }
 
 int reset_peak() {

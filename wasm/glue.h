@@ -81,6 +81,11 @@ int request_read(int h, int token);
 // Engine.
 val stats();
 int set_max_inflight(double ops, double bytes);
+// Back to the bounds the engine started with (the default byte bound, or the environment's).
+int reset_max_inflight();
+// Sets an ASYNCND_* variable in the module's environment (which is not the process's): the Node
+// loader passes ASYNCND_MAX_INFLIGHT_BYTES/_OPS before init starts the engine. Other names: -1.
+int set_env(std::string name, std::string value);
 int profiler_start();
 std::string profiler_stop();
 val profiler_events();

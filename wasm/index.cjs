@@ -18,6 +18,33 @@ const SCALAR_LEFT = 16;
 const REDUCE = { sum: 0, mean: 1, max: 2, norm: 3 };
 const MAX_THREADS = 64;
 
+// JavaScript numbers are doubles, and Embind converts them to C++ int with ToInt32 (2**32 becomes
+// 0): every number a caller passes is checked here first, and errors show the value as given.
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+function show(v) {
+  if (typeof v === 'string') return `'${v}'`;
+  if (typeof v === 'bigint') return `${v}n`;
+  if (Array.isArray(v)) return `[${v.map(show).join(',')}]`;
+  try {
+    return String(v);
+  } catch (e) {
+    return typeof v;  // a Symbol, or an object whose toString throws
+  }
+}
+// An integer from lo to hi (a JavaScript number, not a string or a BigInt).
+function intArg(op, what, v, lo, hi) {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
+    throw new Error(`${op}: ${what} must be an integer from ${lo} to ${hi}, got ${show(v)}`);
+  }
+  return v;
+}
+// Any JavaScript number (NaN and infinities included: the op decides what it accepts).
+function numArg(op, what, v) {
+  if (typeof v !== 'number') throw new Error(`${op}: ${what} must be a number, got ${show(v)}`);
+  return v;
+}
+
 const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
 
 function defaultThreads() {
@@ -63,16 +90,19 @@ function makeApi(M, threads) {
       return this._h;
     }
     get isDeleted() { return this._h < 0; }
-    get shape() {
+    // The shape (cached after the first read); throws `${op}: the array was deleted` once deleted.
+    _shapeOf(op) {
+      const h = this._handle(op);
       if (this._shape === null) {
-        const s = M.shape(this._handle('shape'));
+        const s = M.shape(h);
         if (s === null) throw new Error(M.takeError());
         this._shape = Object.freeze(s);
       }
-      return this._shape.slice();
+      return this._shape;
     }
-    get ndim() { return this.shape.length; }
-    get size() { return this.shape.reduce((a, b) => a * b, 1); }
+    get shape() { return this._shapeOf('shape').slice(); }
+    get ndim() { return this._shapeOf('ndim').length; }
+    get size() { return this._shapeOf('size').reduce((a, b) => a * b, 1); }
 
     // Frees the array now (its storage goes once every queued op that uses it has finished).
     // Idempotent. Never blocks.
@@ -128,7 +158,7 @@ function makeApi(M, threads) {
     get T() { return this.transpose(); }
     reshape(...shape) {
       if (shape.length === 1 && Array.isArray(shape[0])) shape = shape[0];
-      return wrap(M.reshape(this._handle('reshape'), shape));
+      return wrap(M.reshape(this._handle('reshape'), shapeArg(shape, 'reshape', true)));
     }
     sum(axis, keepdims = false) { return reduce('sum', this, axis, keepdims); }
     mean(axis, keepdims = false) { return reduce('mean', this, axis, keepdims); }
@@ -212,7 +242,7 @@ function makeApi(M, threads) {
   function reduce(op, a, axis, keepdims) {
     const h = asArray(a, op);
     if (axis === undefined || axis === null) return wrap(M.reduceAll(REDUCE[op], h));
-    if (!Number.isInteger(axis)) throw new TypeError(`${op}: axis must be an integer, got ${axis}`);
+    intArg(op, 'axis', axis, INT32_MIN, INT32_MAX);  // the C++ op checks it against the shape
     return wrap(M.reduce(REDUCE[op], h, axis, !!keepdims));
   }
 
@@ -273,9 +303,18 @@ function makeApi(M, threads) {
     releaseProcess();
   }
 
-  function shapeArg(shape, op) {
-    if (typeof shape === 'number') return [shape];
-    if (!Array.isArray(shape)) throw new TypeError(`${op}: shape must be an array of integers`);
+  // A shape as given (an array of dimensions, or one number): each dimension a non-negative
+  // integer that a double holds exactly (-1 too for reshape). The C++ op then checks that the
+  // array fits the target (shape_size: at most 536870911 float32 elements in wasm32).
+  function shapeArg(shape, op, allowMinusOne = false) {
+    if (typeof shape === 'number') shape = [shape];
+    if (!Array.isArray(shape)) throw new TypeError(`${op}: shape must be an array of integers, got ${show(shape)}`);
+    for (let i = 0; i < shape.length; ++i) {
+      const d = shape[i];
+      if (typeof d !== 'number' || !Number.isSafeInteger(d) || (d < 0 && !(allowMinusOne && d === -1))) {
+        throw new Error(`${op}: bad dimension ${show(d)} at index ${i} of the shape ${show(shape)}`);
+      }
+    }
     return shape;
   }
   function flatten(data, op) {
@@ -306,9 +345,10 @@ function makeApi(M, threads) {
 
     zeros: (shape) => wrap(M.zeros(shapeArg(shape, 'zeros'))),
     ones: (shape) => wrap(M.ones(shapeArg(shape, 'ones'))),
-    full: (shape, value) => wrap(M.full(shapeArg(shape, 'full'), value)),
+    full: (shape, value) => wrap(M.full(shapeArg(shape, 'full'), numArg('full', 'value', value))),
     arange(start, stop, step = 1) {
       if (stop === undefined) [start, stop] = [0, start];
+      for (const [k, v] of [['start', start], ['stop', stop], ['step', step]]) numArg('arange', k, v);
       return wrap(M.arange(start, stop, step));
     },
     // From host data: a Float32Array or array of numbers with a shape (default: 1-D), or nested
@@ -327,13 +367,20 @@ function makeApi(M, threads) {
         throw new TypeError('fromArray: expected a typed array or an array of numbers');
       }
       if (shape === undefined) shape = [values.length];
-      return wrap(M.fromArray(values, shapeArg(shape, 'fromArray')));
+      shape = shapeArg(shape, 'fromArray');
+      const n = shape.reduce((a, b) => a * b, 1);
+      if (n !== values.length) {
+        throw new Error(`fromArray: ${values.length} values do not fill shape ${show(shape)} (${n} elements)`);
+      }
+      return wrap(M.fromArray(values, shape));
     },
     random: {
-      normal: (shape, mean = 0, std = 1) => wrap(M.randomNormal(shapeArg(shape, 'random.normal'), mean, std)),
-      uniform: (shape, lo = 0, hi = 1) => wrap(M.randomUniform(shapeArg(shape, 'random.uniform'), lo, hi)),
+      normal: (shape, mean = 0, std = 1) => wrap(M.randomNormal(
+        shapeArg(shape, 'random.normal'), numArg('random.normal', 'mean', mean), numArg('random.normal', 'std', std))),
+      uniform: (shape, lo = 0, hi = 1) => wrap(M.randomUniform(
+        shapeArg(shape, 'random.uniform'), numArg('random.uniform', 'lo', lo), numArg('random.uniform', 'hi', hi))),
     },
-    seed: (s) => { check(M.seed(s)); },
+    seed: (s) => { check(M.seed(intArg('seed', 'the seed', s, 0, Number.MAX_SAFE_INTEGER))); },
 
     add: (a, b) => binary('add', a, b),
     sub: (a, b) => binary('sub', a, b),
@@ -401,15 +448,24 @@ function makeApi(M, threads) {
       // Resets stats().bytesPeak to the bytes in use now (to measure one run's peak).
       resetPeak() { check(M.resetPeak()); },
       // pushed, finished, pending, inflightBytes, liveVars, bytesInUse, bytesPeak, liveArrays,
-      // workers, devices[].
+      // workers, devices[]; the bounds in force: maxInflightOps, maxInflightBytes (0 = none),
+      // maxInflightBytesSource ('wasm heap' | 'env' | 'user' | 'none'), and pushWaits (pushes
+      // that waited on a bound).
       stats() {
         const s = M.stats();
         if (s === null) throw new Error(M.takeError());
         return s;
       },
       // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
-      // workers catch up.
-      setMaxInflight({ ops = 0, bytes = 0 } = {}) { check(M.setMaxInflight(ops, bytes)); },
+      // workers catch up. Replaces both bounds, the default ones included (see resetMaxInflight).
+      setMaxInflight({ ops = 0, bytes = 0 } = {}) {
+        intArg('setMaxInflight', 'ops', ops, 0, Number.MAX_SAFE_INTEGER);
+        intArg('setMaxInflight', 'bytes', bytes, 0, Number.MAX_SAFE_INTEGER);
+        check(M.setMaxInflight(ops, bytes));
+      },
+      // Back to the bounds the engine started with: 524288 ops and a quarter of the module's
+      // maximum heap (512 MiB of 2 GiB), or ASYNCND_MAX_INFLIGHT_OPS/_BYTES (Node).
+      resetMaxInflight() { check(M.resetMaxInflight()); },
     },
     profiler: {
       start() { check(M.profilerStart()); },
@@ -436,13 +492,14 @@ function makeApi(M, threads) {
       gate(shape) {
         const array = wrap(M.gateOp(shapeArg(shape, 'gate')));
         const id = array._h;
-        return { array, open: (value) => { check(M.openGate(id, value)); } };
+        return { array, open: (value) => { check(M.openGate(id, numArg('gate.open', 'value', value))); } };
       },
-      benchVars: (n) => check(M.benchVars(n)),
-      pushEmpty: (r, w) => check(M.pushEmpty(r, w)),
+      benchVars: (n) => check(M.benchVars(intArg('benchVars', 'n', n, 0, INT32_MAX))),
+      pushEmpty: (r, w) => check(M.pushEmpty(intArg('pushEmpty', 'r', r, INT32_MIN, INT32_MAX),
+                                             intArg('pushEmpty', 'w', w, INT32_MIN, INT32_MAX))),
       benchVarsFree: () => check(M.benchVarsFree()),
-      pushEmptyUnchecked: M.pushEmpty,
-      coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), n)),
+      pushEmptyUnchecked: M.pushEmpty,  // the benchmark's raw push: no argument checks, on purpose
+      coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), intArg('coreAdds', 'n', n, 0, INT32_MAX))),
     },
   };
   nd.autograd = makeAutograd();
@@ -538,6 +595,9 @@ function makeApi(M, threads) {
       constructor(units, activation = '', { useBias = true, inUnits = 0, init = 'uniform', scale } = {}) {
         if (!(init in INIT)) throw new Error(`nn.Dense: init must be 'uniform', 'normal' or 'xavier', got '${init}'`);
         if (scale === undefined) scale = init === 'normal' ? 0.01 : 0.07;
+        intArg('nn.Dense', 'units', units, 1, Number.MAX_SAFE_INTEGER);
+        intArg('nn.Dense', 'inUnits', inUnits, 0, Number.MAX_SAFE_INTEGER);
+        numArg('nn.Dense', 'scale', scale);
         super(M.nnDense(units, String(activation || ''), !!useBias, inUnits, INIT[init], scale));
         this._params = null;
       }
@@ -589,7 +649,7 @@ function makeApi(M, threads) {
     // Gluon's L2Loss: 0.5 * weight * (pred - label)^2 averaged over every axis but the first:
     // one value per example. A plain value (no C++ object): delete() does nothing.
     class L2Loss {
-      constructor(weight = 1) { this.weight = weight; }
+      constructor(weight = 1) { this.weight = numArg('nn.L2Loss', 'weight', weight); }
       forward(pred, label) {
         return wrap(M.nnL2Loss(this.weight, asArray(pred, 'L2Loss'), asArray(label, 'L2Loss')));
       }
@@ -609,17 +669,20 @@ function makeApi(M, threads) {
           return p._object('nn.SGD');
         });
         try {
-          super(M.nnSgd(ids, learningRate));
+          super(M.nnSgd(ids, numArg('nn.SGD', 'learningRate', learningRate)));
         } finally {
           if (owned) owned.forEach((p) => p.delete());
         }
         this._lr = learningRate;
       }
       // Queues w -= lr * grad / batchSize for every parameter; returns at once.
-      step(batchSize) { check(M.nnSgdStep(this._object('SGD.step'), batchSize)); }
+      step(batchSize) {
+        intArg('SGD.step', 'batchSize', batchSize, 1, Number.MAX_SAFE_INTEGER);
+        check(M.nnSgdStep(this._object('SGD.step'), batchSize));
+      }
       get learningRate() { return this._lr; }
       set learningRate(lr) {
-        check(M.nnSgdSetLr(this._object('SGD.learningRate'), lr));
+        check(M.nnSgdSetLr(this._object('SGD.learningRate'), numArg('SGD.learningRate', 'value', lr)));
         this._lr = lr;
       }
     }
@@ -724,6 +787,12 @@ async function instantiate(threads, moduleUrl) {
     options.wasmBinary = require('fs').readFileSync(path.join(__dirname, 'dist', 'asyncnd.wasm'));
   }
   const M = await factory(options);
+  if (isNode) {
+    // The module has its own environment: hand it the bounds' overrides before the engine starts.
+    for (const k of ['ASYNCND_MAX_INFLIGHT_BYTES', 'ASYNCND_MAX_INFLIGHT_OPS']) {
+      if (process.env[k] !== undefined) M.setEnv(k, process.env[k]);
+    }
+  }
   if (M.init(threads) < 0) throw new Error(M.takeError());
   if (isNode) {
     // The engine's workers live as long as the module; they must not keep the process alive.

@@ -1,12 +1,19 @@
 // TypeScript types of the asyncnd package (index.cjs / index.mjs).
 
+/** Dimensions: non-negative integers that a double holds exactly (no undefined, null, strings or
+ *  fractions: those throw an Error naming the op). An array holds at most 536870911 float32
+ *  elements (2^31 - 4 bytes, wasm32's limit); a larger shape throws "<op>: shape [...] has too
+ *  many elements". Every other integer argument (axes, seeds, bounds, sizes) is range-checked
+ *  before it reaches the module, never wrapped to int32: axes must be int32 and in range. */
 export type Shape = number[];
 
 /** A float32 n-dimensional array computed asynchronously by the engine. */
 export interface NDArray {
   /** The dimensions (a copy). Non-blocking. Throws if the array was deleted. */
   readonly shape: Shape;
+  /** Number of dimensions. Non-blocking. Throws if the array was deleted. */
   readonly ndim: number;
+  /** Number of elements. Non-blocking. Throws if the array was deleted. */
   readonly size: number;
   readonly isDeleted: boolean;
 
@@ -179,6 +186,14 @@ export interface EngineStats {
   pending: number;
   inflightBytes: number;
   liveVars: number;
+  /** The op bound in force (default 524288; 0 = none). */
+  maxInflightOps: number;
+  /** The byte bound in force: by default a quarter of the module's maximum heap (512 MiB of 2 GiB); 0 = none. */
+  maxInflightBytes: number;
+  /** Where the byte bound came from. */
+  maxInflightBytesSource: 'wasm heap' | 'env' | 'user' | 'none';
+  /** How many pushes have waited on a bound since the module loaded. */
+  pushWaits: number;
   bytesInUse: number;
   bytesPeak: number;
   /** Arrays (handles) alive in this module instance. */
@@ -214,6 +229,7 @@ export interface Asyncnd {
 
   zeros(shape: Shape | number): NDArray;
   ones(shape: Shape | number): NDArray;
+  /** Throws an Error naming full when value is not a number. */
   full(shape: Shape | number, value: number): NDArray;
   arange(stop: number): NDArray;
   arange(start: number, stop: number, step?: number): NDArray;
@@ -260,8 +276,15 @@ export interface Asyncnd {
     stats(): EngineStats;
     /** bytesPeak restarts from the bytes in use now. */
     resetPeak(): void;
-    /** Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none. */
+    /**
+     * Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none.
+     * Replaces both bounds, the defaults included (524288 ops and a quarter of the module's
+     * maximum heap, 512 MiB; in Node ASYNCND_MAX_INFLIGHT_OPS / _BYTES replace those at load).
+     * Throws an Error for a negative or fractional value.
+     */
     setMaxInflight(bound: { ops?: number; bytes?: number }): void;
+    /** Restores the bounds the engine started with (the defaults, or the environment's). */
+    resetMaxInflight(): void;
   };
   profiler: {
     start(): void;

@@ -120,10 +120,11 @@ window.playground = state;
 // ---- the worker ---------------------------------------------------------------------------
 function hardwareThreads() { return navigator.hardwareConcurrency || 2; }
 
+// An empty control keeps the engine's default bound (null); 0 switches that bound off.
 function boundFromControls() {
-  const ops = Math.max(0, Math.floor(Number($('#bound-ops').value) || 0));
-  const mb = Math.max(0, Number($('#bound-mb').value) || 0);
-  return { ops, bytes: Math.round(mb * 1e6) };
+  const read = (id) => ($(id).value.trim() === '' ? null : Math.max(0, Number($(id).value) || 0));
+  const ops = read('#bound-ops'), mb = read('#bound-mb');
+  return { ops: ops === null ? null : Math.floor(ops), bytes: mb === null ? null : Math.round(mb * 1e6) };
 }
 
 function setStatus(kind, text) {
@@ -583,6 +584,7 @@ function init() {
   for (const e of document.querySelectorAll('[data-i18n]')) bind(e, () => t(e.dataset.i18n));
   for (const e of document.querySelectorAll('[data-i18n-html]')) bind(e, () => html(e.dataset.i18nHtml), 'html');
   for (const e of document.querySelectorAll('[data-i18n-title]')) bind(e, () => t(e.dataset.i18nTitle), 'title');
+  for (const e of document.querySelectorAll('[data-i18n-placeholder]')) bind(e, () => t(e.dataset.i18nPlaceholder), 'placeholder');
   bind($('#code-run kbd'), () => i18n.raw('Ctrl+Enter'));
   const langSelect = $('#lang');
   for (const l of LANGUAGES) langSelect.append(bind(el('option', { value: l.code, lang: l.locale }), () => i18n.raw(l.name)));

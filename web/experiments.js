@@ -236,7 +236,9 @@
 
   // E6: memory while training the chapter's MLP (Dense 2048 relu, Dense 512 relu, Dense 1;
   // batches of 1024 x 512; SGD lr 0.005; L2 loss), with a synchronising read every batch, with
-  // none, and with none but the engine's backpressure bound. Samples the engine's bytes in use.
+  // none (the byte bound switched off: the chapter's problem), with none but a small byte bound,
+  // and with none on the default engine (its byte bound, a quarter of the module's heap).
+  // Samples the engine's bytes in use.
   function e6(nd, ctx) {
     if (!hasNN(nd)) {
       throw new Error('E6 needs nd.nn and nd.autograd, which this build of the JavaScript API does not have yet');
@@ -248,12 +250,15 @@
       { key: 'sync', label: 'read each batch (l.mean().item())' },
       { key: 'none', label: 'no read' },
       { key: 'bound', label: `no read, engine bound ${(boundBytes / 1e6).toFixed(1)} MB` },
+      { key: 'default', label: 'no read, default engine' },
     ];
     const out = { batches, batch, boundBytes, series: [] };
     ctx.startProfile();
     modes.forEach((mode, mi) => {
       nd.seed(1);
-      nd.engine.setMaxInflight(mode.key === 'bound' ? { ops: 0, bytes: boundBytes } : { ops: 0, bytes: 0 });
+      if (mode.key === 'default') nd.engine.resetMaxInflight();
+      else nd.engine.setMaxInflight(mode.key === 'bound' ? { ops: 0, bytes: boundBytes } : { ops: 0, bytes: 0 });
+      const st0 = nd.engine.stats();
       const net = make(nd.nn.Sequential);
       const layers = [make(nd.nn.Dense, 2048, 'relu'), make(nd.nn.Dense, 512, 'relu'), make(nd.nn.Dense, 1)];
       layers.forEach((l) => net.add(l));
@@ -315,15 +320,17 @@
       const totalS = now() - t0;
       sample();
       const peak = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
+      const st1 = nd.engine.stats();
       out.series.push({ key: mode.key, label: mode.label, samples, pushedS, totalS,
                         perBatchS: totalS / Math.max(1, batchesDone), peakBytes: peak, batchEnds,
-                        batchesDone, error });
+                        batchesDone, error, boundBytes: st0.maxInflightBytes,
+                        boundSource: st0.maxInflightBytesSource, pushWaits: st1.pushWaits - st0.pushWaits });
       // Every nn handle: the parameters' memory goes with the last one (network, layers, trainer).
       for (const o of [...(params && params[Symbol.iterator] ? params : []), ...layers, net, trainer, loss]) {
         if (o && typeof o.delete === 'function') o.delete();
       }
     });
-    nd.engine.setMaxInflight(ctx.bound);
+    nd.engine.resetMaxInflight();  // the worker then applies the page's bound controls again
     ctx.stopProfile();
     return out;
   }

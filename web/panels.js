@@ -13,6 +13,7 @@ const E6_MODES = {
   sync: { label: 'E6.mode.sync', color: '#0ea5e9' },
   none: { label: 'E6.mode.none', color: '#ef4444' },
   bound: { label: 'E6.mode.bound', color: '#10b981' },
+  default: { label: 'E6.mode.default', color: '#f59e0b' },
 };
 // A mode's name in the current language; boundBytes: the engine bound the 'bound' mode ran with.
 // A mode this table does not know yet keeps the name experiments.js gave it.
@@ -180,17 +181,24 @@ export const PANELS = [
       const mode = (s) => e6ModeLabel(s.key, r.boundBytes, tr, s.label);
       return {
         matrix: {
-          columns: [t('E6.col.peak'), t('E6.col.returned'), t('E6.col.perBatch')],
+          columns: [t('E6.col.peak'), t('E6.col.returned'), t('E6.col.perBatch'), t('E6.col.batchesDone'),
+                    t('E6.col.bound'), t('E6.col.pushWaits')],
           rows: r.series.map((s) => ({
             label: mode(s),
             cells: [{ key: `${s.key}.peakBytes`, value: s.peakBytes, unit: 'MB' },
                     { key: `${s.key}.pushedS`, value: s.pushedS, unit: 's' },
-                    { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' }],
+                    { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' },
+                    { key: `${s.key}.batchesDone`, value: s.batchesDone, unit: '' },
+                    { key: `${s.key}.boundBytes`, value: s.boundBytes, unit: 'MB' },
+                    { key: `${s.key}.pushWaits`, value: s.pushWaits, unit: '' }],
           })),
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series, r.boundBytes, tr) },
         text: tr.sentences(
           by.none && by.sync && t('E6.text.peaks', { none: fmt(by.none.peakBytes, 'MB'), sync: fmt(by.sync.peakBytes, 'MB') }),
+          // boundSource is the engine's own name for where its bound came from (e.g. 'wasm heap'), as it is.
+          by.default && t('E6.text.default', { peak: fmt(by.default.peakBytes, 'MB'), bound: fmt(by.default.boundBytes, 'MB'),
+                                               source: String(by.default.boundSource), count: by.default.pushWaits }),
           // The error is the engine's own message (an allocation that failed), as it is.
           ...r.series.filter((s) => s.error).map((s) =>
             t('E6.text.stopped', { mode: mode(s), done: s.batchesDone, total: r.batches, error: s.error }))),

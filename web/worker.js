@@ -68,9 +68,13 @@ function makeContext(id, params, bound) {
   return ctx;
 }
 
+// bound.ops / bound.bytes: a number (0 = no bound), or null for the engine's default.
 function setBound(bound) {
   const b = bound || {};
-  nd.engine.setMaxInflight({ ops: b.ops | 0, bytes: b.bytes | 0 });
+  nd.engine.resetMaxInflight();
+  if (b.ops == null && b.bytes == null) return;
+  const s = nd.engine.stats();
+  nd.engine.setMaxInflight({ ops: b.ops ?? s.maxInflightOps, bytes: b.bytes ?? s.maxInflightBytes });
 }
 
 const CELL_URL = 'playground-cell.js';

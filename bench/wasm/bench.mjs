@@ -1,8 +1,11 @@
 // bench/wasm/bench.mjs: the WebAssembly engine in Node.js, next to TensorFlow.js on the same data,
 // in one run. Writes bench/results/wasm.json (a flat object of named figures plus `machine`).
 // Run from the repository root after `make wasm` and `npm ci` here (`make bench` does both):
-//   node bench/wasm/bench.mjs [out.json]
+//   node bench/wasm/bench.mjs [--only=e6] [out.json]
+// --only=e6 runs E6 alone and writes its figures into the existing file, keeping the other keys
+// and `machine` (the figures' machine and conditions are in bench/README.md).
 import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +15,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
 const require = createRequire(import.meta.url);
 const asyncnd = require(path.join(root, 'wasm', 'index.cjs'));
-const out = process.argv[2] || path.join(root, 'bench', 'results', 'wasm.json');
+const args = process.argv.slice(2);
+const only = (args.find((a) => a.startsWith('--only=')) || '').slice('--only='.length);
+if (only && only !== 'e6') throw new Error(`bench.mjs: --only takes e6, got '${only}'`);
+const out = args.find((a) => !a.startsWith('--')) || path.join(root, 'bench', 'results', 'wasm.json');
 
 const figures = {};
 const notes = {};
@@ -43,6 +49,39 @@ function cpuBusyPct() {
 
 const busyBefore = cpuBusyPct();  // before anything of ours starts
 const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+
+// ---- E6 -------------------------------------------------------------------------------------
+function benchE6() {
+  heading('E6  the chapter\'s MLP, 100 batches of 1024x512, 2 workers: read each batch / never (bound off) / never + small bound / never, default engine');
+  // Each mode in a fresh process (examples/node/e6_mlp.mjs): the wasm heap never shrinks, so a
+  // mode run after the unbounded one would show that run's RSS.
+    const runMode = (mode) => JSON.parse(execFileSync(process.execPath,
+    [path.join(root, 'examples', 'node', 'e6_mlp.mjs'), mode, '100', '2'],
+    { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
+  for (const mode of ['sync', 'nosync', 'bounded', 'default']) {
+    const r = runMode(mode);
+    const what = { sync: 'l.mean().item() each batch', nosync: 'no read, byte bound off', bounded: `no read, setMaxInflight({ bytes: ${r.boundBytes} })`,
+      default: `no read, default engine (byte bound ${r.boundBytes}, from ${r.boundSource})` }[mode];
+    if (r.error) console.log(`  ${mode}: stopped after ${r.batchesDone} of ${r.batches} batches: ${r.error}`);
+    const done = r.error ? `; STOPPED after ${r.batchesDone}/100 batches: ${r.error}` : '';
+    record(`wasm_e6_${mode}_peak_mb`, r.peakBytes / 1e6, `${what}: engine peak bytes (resetPeak before the run; parameters and gradients included)${done}`);
+    record(`wasm_e6_${mode}_s`, r.totalS, `${what}: first batch handed out to waitAll, one run${done}`);
+    record(`wasm_e6_${mode}_rss_peak_mb`, r.rssPeakBytes / 1e6, `${what}: process.memoryUsage().rss, largest sample (after each batch and at the end)`);
+    record(`wasm_e6_${mode}_heap_mb`, r.heapPeakBytes / 1e6, `${what}: the wasm memory's size at the end (it grows, never shrinks)`);
+    record(`wasm_e6_${mode}_batch_ms`, r.batchS * 1e3, `${what}: mean time between two batches handed out`);
+    record(`wasm_e6_${mode}_batches_done`, r.batchesDone, `${what}: batches queued before the run ended${done}`);
+    if (mode === 'default') record('wasm_e6_default_push_waits', r.pushWaits, `${what}: pushes that waited on the bound`);
+  }
+}
+
+if (only === 'e6') {
+  benchE6();
+  const prev = JSON.parse(fs.readFileSync(out, 'utf8'));
+  const { machine, ...rest } = prev;
+  fs.writeFileSync(out, JSON.stringify({ ...rest, ...figures, machine }, null, 2) + '\n');
+  console.log(`\nupdated ${out}`);
+  process.exit(0);
+}
 
 const nd1 = await asyncnd.load({ threads: 1 });
 const nd2 = await asyncnd.load({ threads: 2 });
@@ -214,28 +253,7 @@ heading('E5: 10000 x (y = x + 1) on a [1,2] array, waitToRead each time vs waitA
   record('wasm_e5_sync_min_s', Math.min(...sync), 'fastest synchronous repeat');
 }
 
-// ---- E6 -------------------------------------------------------------------------------------
-{
-  heading('E6  the chapter\'s MLP, 100 batches of 1024x512, 2 workers: read each batch / never / never + bound');
-  // Each mode in a fresh process (examples/node/e6_mlp.mjs): the wasm heap never shrinks, so a
-  // mode run after the unbounded one would show that run's RSS.
-  const { execFileSync } = await import('node:child_process');
-  const runMode = (mode) => JSON.parse(execFileSync(process.execPath,
-    [path.join(root, 'examples', 'node', 'e6_mlp.mjs'), mode, '100', '2'],
-    { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
-  for (const mode of ['sync', 'nosync', 'bounded']) {
-    const r = runMode(mode);
-    const what = { sync: 'l.mean().item() each batch', nosync: 'no read', bounded: `no read, setMaxInflight({ bytes: ${r.boundBytes} })` }[mode];
-    if (r.error) console.log(`  ${mode}: stopped after ${r.batchesDone} of ${r.batches} batches: ${r.error}`);
-    const done = r.error ? `; STOPPED after ${r.batchesDone}/100 batches: ${r.error}` : '';
-    record(`wasm_e6_${mode}_peak_mb`, r.peakBytes / 1e6, `${what}: engine peak bytes (resetPeak before the run; parameters and gradients included)${done}`);
-    record(`wasm_e6_${mode}_s`, r.totalS, `${what}: first batch handed out to waitAll, one run${done}`);
-    record(`wasm_e6_${mode}_rss_peak_mb`, r.rssPeakBytes / 1e6, `${what}: process.memoryUsage().rss, largest sample (after each batch and at the end)`);
-    record(`wasm_e6_${mode}_heap_mb`, r.heapPeakBytes / 1e6, `${what}: the wasm memory's size at the end (it grows, never shrinks)`);
-    record(`wasm_e6_${mode}_batch_ms`, r.batchS * 1e3, `${what}: mean time between two batches handed out`);
-    record(`wasm_e6_${mode}_batches_done`, r.batchesDone, `${what}: batches queued before the run ended${done}`);
-  }
-}
+benchE6();
 
 nd1.waitAll();
 nd2.waitAll();

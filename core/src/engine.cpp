@@ -1,5 +1,7 @@
 // The public Engine and Var: thin forwarding to EngineImpl, the process-wide engine, and
 // EngineOptions::from_env.
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -84,9 +86,58 @@ void Completion::complete(const std::string* error) noexcept {
 // ---------------------------------------------------------------------------------------------
 // EngineOptions
 
-EngineOptions EngineOptions::from_env() {
+const char* bound_source_name(BoundSource source) {
+  switch (source) {
+    case BoundSource::kNone: return "none";
+    case BoundSource::kCgroup: return "cgroup";
+    case BoundSource::kPhysical: return "physical";
+    case BoundSource::kWasmHeap: return "wasm heap";
+    case BoundSource::kEnv: return "env";
+    case BoundSource::kUser: return "user";
+  }
+  return "?";
+}
+
+namespace detail {
+
+MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
+                              std::uint64_t physical) {
+  MemoryLimit m{physical, physical ? BoundSource::kPhysical : BoundSource::kNone};
+  for (const char* text : {cgroup_v2, cgroup_v1}) {
+    if (!text) continue;
+    std::uint64_t v = 0;
+    const char* c = text;
+    for (; *c >= '0' && *c <= '9'; ++c) {
+      if (v > (UINT64_MAX - 9) / 10) break;  // overflowing: no usable limit
+      v = v * 10 + static_cast<std::uint64_t>(*c - '0');
+    }
+    // "max" (v2) has no digits; v1's "unlimited" is about 2^63, above any physical memory.
+    const bool number = c != text && (*c == '\0' || *c == '\n');
+    if (number && v > 0 && (physical == 0 || v < physical)) m = {v, BoundSource::kCgroup};
+    if (number || std::strncmp(text, "max", 3) == 0) break;  // the first readable file decides
+  }
+  return m;
+}
+
+}  // namespace detail
+
+EngineOptions EngineOptions::from_env() { return from_env(program_memory_limit()); }
+
+EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
   EngineOptions o;
   o.max_inflight_ops = kDefaultMaxInflightOps;
+  o.max_inflight_bytes = static_cast<std::size_t>(
+      std::min<std::uint64_t>(default_max_inflight_bytes(limit.bytes), SIZE_MAX));
+  o.max_inflight_bytes_source = o.max_inflight_bytes ? limit.source : BoundSource::kNone;
+  if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_OPS")) {
+    o.max_inflight_ops = static_cast<std::size_t>(detail::parse_env_uint(
+        "ASYNCND_MAX_INFLIGHT_OPS", v, 0, SIZE_MAX, "an op count (0 = no bound)"));
+  }
+  if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_BYTES")) {
+    o.max_inflight_bytes = static_cast<std::size_t>(detail::parse_env_uint(
+        "ASYNCND_MAX_INFLIGHT_BYTES", v, 0, SIZE_MAX, "a byte count (0 = no bound)"));
+    o.max_inflight_bytes_source = o.max_inflight_bytes ? BoundSource::kEnv : BoundSource::kNone;
+  }
   if (const char* k = std::getenv("ASYNCND_ENGINE")) {
     if (std::strcmp(k, "naive") == 0 || std::strcmp(k, "NaiveEngine") == 0) {
       o.kind = EngineKind::kNaive;
@@ -140,6 +191,7 @@ void Engine::delete_var(Var v, OpFunction on_delete, std::size_t bytes) {
 void Engine::set_max_inflight(std::size_t ops, std::size_t bytes) {
   impl_->set_max_inflight(ops, bytes);
 }
+void Engine::reset_max_inflight() { impl_->reset_max_inflight(); }
 std::size_t Engine::max_inflight_ops() const { return impl_->max_ops(); }
 std::size_t Engine::max_inflight_bytes() const { return impl_->max_bytes(); }
 EngineStats Engine::stats() const { return impl_->stats(); }

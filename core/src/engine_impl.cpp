@@ -2,6 +2,7 @@
 // errors and backpressure. Worker pools are in worker_pool.cpp, the profiler in profiler.cpp.
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -19,6 +20,9 @@ std::atomic<std::int64_t> g_live_vars{0};
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
 }  // namespace
+
+// Ops the naive engine is running on this thread (ops that ops push nest).
+thread_local int t_naive_op_depth = 0;
 
 EngineImpl::EngineImpl(EngineOptions options) {
   t0_ns_ = profiler_clock_ns();
@@ -39,8 +43,15 @@ EngineImpl::~EngineImpl() {
 
 void EngineImpl::start(const EngineOptions& options) {
   kind_ = options.kind;
-  max_ops_ = options.max_inflight_ops;
-  max_bytes_ = options.max_inflight_bytes;
+  start_ops_ = options.max_inflight_ops;
+  start_bytes_ = options.max_inflight_bytes;
+  start_source_ = options.max_inflight_bytes == 0 ? BoundSource::kNone
+                  : options.max_inflight_bytes_source == BoundSource::kNone
+                      ? BoundSource::kUser
+                      : options.max_inflight_bytes_source;
+  max_ops_ = start_ops_;
+  max_bytes_ = start_bytes_;
+  bytes_source_ = start_source_;
   // Default: one worker per core but one, which the frontend thread keeps: with as many workers
   // as cores, a frontend that keeps pushing and busy workers are more runnable threads than
   // cores. (GEMMs still use every core: BLAS has its own threads.)
@@ -58,9 +69,20 @@ void EngineImpl::stop() {
 }
 
 void EngineImpl::reconfigure(EngineOptions options) {
-  waitall();
+  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
+    throw Error("configure_engine: called from inside an op; it would stop its own worker");
+  }
+  // An earlier op's failure does not stop the reconfiguration: it is applied, then the failure is
+  // reported (as waitall would have), so one call both configures and reports.
+  std::exception_ptr failure;
+  try {
+    waitall();
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
   stop();
   start(options);
+  if (failure) std::rethrow_exception(failure);
 }
 
 int EngineImpl::num_workers(Device device) {
@@ -245,6 +267,8 @@ void EngineImpl::backpressure(std::size_t bytes) {
     return now == 0 || static_cast<std::size_t>(now) + bytes <= mb;
   };
   auto ok = [&] { return ops_ok() && bytes_ok(); };
+  if (ok()) return;
+  push_waits_.fetch_add(1, std::memory_order_relaxed);
   if (spin_until(ok, std::chrono::microseconds(20))) return;
   std::unique_lock<std::mutex> lk(done_mu_);
   done_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -585,7 +609,8 @@ void EngineImpl::wait_to_read(const Var& var) {
 }
 
 void EngineImpl::waitall() {
-  if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
+  // The naive engine runs an op inside push: waiting for everything pushed would wait for itself.
+  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
     throw Error("waitall: called from inside an op; it would deadlock the worker");
   }
   // Done when, at one instant, everything pushed has finished: that includes ops that running
@@ -660,6 +685,10 @@ void EngineImpl::run_deleter(OpFunction& on_delete) {
 
 void EngineImpl::run_naive(OprBlock* op) {
   std::lock_guard<std::recursive_mutex> lk(naive_mu_);
+  ++t_naive_op_depth;
+  struct Leave {
+    ~Leave() { --t_naive_op_depth; }
+  } leave;
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) {
     op->profiled = true;
@@ -729,16 +758,23 @@ void EngineImpl::record_error(ErrorRef e) {
 // ---------------------------------------------------------------------------------------------
 // Bounds and stats
 
-void EngineImpl::set_max_inflight(std::size_t ops, std::size_t bytes) {
+void EngineImpl::set_max_inflight(std::size_t ops, std::size_t bytes, BoundSource source) {
   max_ops_.store(ops, std::memory_order_relaxed);
   max_bytes_.store(bytes, std::memory_order_relaxed);
+  bytes_source_.store(bytes ? source : BoundSource::kNone, std::memory_order_relaxed);
   // Wake pushers blocked under the old bound.
   std::lock_guard<std::mutex> lk(done_mu_);
   done_cv_.notify_all();
 }
 
+void EngineImpl::reset_max_inflight() { set_max_inflight(start_ops_, start_bytes_, start_source_); }
+
 EngineStats EngineImpl::stats() const {
   EngineStats s;
+  s.max_inflight_ops = max_ops_.load(std::memory_order_relaxed);
+  s.max_inflight_bytes = max_bytes_.load(std::memory_order_relaxed);
+  s.max_inflight_bytes_source = bytes_source_.load(std::memory_order_relaxed);
+  s.push_waits = push_waits_.load(std::memory_order_relaxed);
   // finished first: pushed only grows, so pending never goes negative.
   const std::uint64_t fin_all = finished_all_.load(), pushed_all = pushed_all_.load();
   s.finished = fin_all;

@@ -214,7 +214,9 @@ class EngineImpl {
   void wait_to_read(const Var& v);
   void waitall();
   void delete_var(Var v, OpFunction on_delete, std::size_t bytes);
-  void set_max_inflight(std::size_t ops, std::size_t bytes);
+  void set_max_inflight(std::size_t ops, std::size_t bytes,
+                        BoundSource source = BoundSource::kUser);
+  void reset_max_inflight();
   std::size_t max_ops() const { return max_ops_.load(std::memory_order_relaxed); }
   std::size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
 
@@ -291,6 +293,10 @@ class EngineImpl {
   alignas(64) std::atomic<std::int64_t> inflight_bytes_{0};
   std::atomic<std::uint64_t> seen_finished_{0};  // a lower bound of finished_all_, for push
   std::atomic<std::size_t> max_ops_{0}, max_bytes_{0};
+  std::atomic<BoundSource> bytes_source_{BoundSource::kNone};
+  std::size_t start_ops_ = 0, start_bytes_ = 0;  // the bounds of the options: reset_max_inflight
+  BoundSource start_source_ = BoundSource::kNone;
+  std::atomic<std::uint64_t> push_waits_{0};
   std::atomic<std::uint64_t> seq_{0};
 
   std::mutex done_mu_;  // waitall and backpressure sleepers

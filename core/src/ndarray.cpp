@@ -29,11 +29,23 @@ std::string shape_str(const Shape& shape) {
 }
 
 std::int64_t shape_size(const Shape& shape) {
-  std::int64_t n = 1;
+  bool empty = false;
   for (std::int64_t d : shape) {
     if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
-    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
-      throw Error("shape " + shape_str(shape) + " has too many elements");
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;
+  // Overflow-safe: the running product stays <= kMaxArrayElements, so it never wraps int64 (nor,
+  // times sizeof(float), the target's size_t), and the byte count fits ptrdiff_t.
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (n > kMaxArrayElements / d) {
+      throw Error("shape " + shape_str(shape) +
+                  " has too many elements: the largest array on this target holds " +
+                  std::to_string(kMaxArrayElements) + " float32 elements (" +
+                  std::to_string(kMaxArrayElements * static_cast<std::int64_t>(sizeof(float))) +
+                  " bytes)");
+    }
     n *= d;
   }
   return n;
@@ -49,7 +61,12 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
   static Backend* const cpu0 = &backend_for(Device::cpu(), op);
   backend = dev == Device::cpu() ? cpu0 : &backend_for(dev, op);
   if (nbytes > 0) {
-    data = static_cast<float*>(backend->alloc(dev.id, nbytes));
+    try {
+      data = static_cast<float*>(backend->alloc(dev.id, nbytes));
+    } catch (const Error& e) {
+      // "zeros: cpu: out of memory allocating N bytes": the op that asked, then the allocator.
+      throw Error(std::string(op) + ": " + e.what());
+    }
     bytes = nbytes;
     engine().note_alloc(dev, nbytes);
   }
@@ -96,6 +113,10 @@ Chunk::~Chunk() {
 }
 
 std::shared_ptr<Chunk> new_chunk(Device device, std::int64_t elements, const char* op) {
+  // invariant: elements came from shape_size (0 <= elements <= kMaxArrayElements): no wrap here
+  if (elements < 0 || elements > kMaxArrayElements) {
+    throw Error(std::string(op) + ": " + std::to_string(elements) + " elements is not a valid array size");
+  }
   return std::make_shared<Chunk>(device, static_cast<std::size_t>(elements) * sizeof(float), op);
 }
 

@@ -61,6 +61,14 @@ void push_op(const char* op, F&& fn, const NDArray& out, std::initializer_list<c
   }
 }
 
+// An op whose output is empty has nothing to compute, but it still queues a no-op that reads its
+// inputs and writes `out`: that is how a failure of an op that an input depends on reaches out
+// (a wait on out rethrows it), as it does for every other dependent.
+inline void push_empty_output(const char* op, const NDArray& out,
+                              std::initializer_list<const NDArray*> ins) {
+  push_op(op, [] {}, out, ins, false);
+}
+
 // fn(begin, end) over [0, n): inline when small (no std::function, no hand-off), else split
 // across the CPU workers. fn must not throw.
 template <class F>

@@ -140,7 +140,10 @@ NDArray copy_to(const NDArray& a, Device device) {
   NDArray out = detail::new_array(kOp, a.shape(), device);
   out = detail::recorded(detail::GradOp::kCopyTo, std::move(out), {&a});
   const std::int64_t n = out.size();
-  if (n == 0) return out;
+  if (n == 0) {
+    detail::push_empty_output(kOp, out, {&a});
+    return out;
+  }
   const float* src = detail::data_of(a);
   float* dst = detail::data_of(out);
   if (!a.device().is_cpu() || !device.is_cpu()) {

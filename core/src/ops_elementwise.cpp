@@ -57,7 +57,8 @@ using PlanPtr = std::shared_ptr<const k::StridedPlan>;
 // The broadcast plan of a binary op, or null when a flat loop does (equal sizes, or one operand
 // of size 1). Throws, before anything is allocated, for a plan the kernels cannot walk.
 PlanPtr plan_for(const char* op, const Shape& a, const Shape& b, const Shape& out) {
-  const std::int64_t n = shape_size(out), na = shape_size(a), nb = shape_size(b);
+  // checked_size: a broadcast output too large for the target is this op's error, by name.
+  const std::int64_t n = detail::checked_size(op, out), na = shape_size(a), nb = shape_size(b);
   if (n == 0 || (na == n && nb == n) || (nb == 1 && na == n) || (na == 1 && nb == n))
     return nullptr;
   auto plan = std::make_shared<const k::StridedPlan>(
@@ -75,7 +76,7 @@ template <class F>
 void queue_binary(const char* op, const NDArray& a, const NDArray& b, const NDArray& out,
                   PlanPtr plan, F f, std::int64_t grain, bool inplace) {
   const std::int64_t n = out.size();
-  if (n == 0) return;
+  if (n == 0) return detail::push_empty_output(op, out, {&a, &b});
   if (!out.device().is_cpu()) {
     detail::push_map(op, k::describe(f), a, &b, out, plan.get(), !inplace);
     return;
@@ -141,7 +142,10 @@ NDArray unary(const char* op, const NDArray& a, F f, std::int64_t grain = kGrain
   detail::check_defined(op, a);
   NDArray out = detail::new_array(op, a.shape(), a.device());
   const std::int64_t n = out.size();
-  if (n == 0) return out;
+  if (n == 0) {
+    detail::push_empty_output(op, out, {&a});
+    return out;
+  }
   if (!out.device().is_cpu()) {
     detail::push_map(op, k::describe(f), a, nullptr, out, nullptr);
     return out;

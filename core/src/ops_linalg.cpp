@@ -34,7 +34,10 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
     throw Error(std::string(op) + ": inner dimensions differ:" + shapes());
   detail::Backend* backend = &detail::backend_for(a.device(), op);
   NDArray out = detail::new_array(op, {m, n}, a.device());
-  if (m == 0 || n == 0) return out;
+  if (m == 0 || n == 0) {
+    detail::push_empty_output(op, out, {&a, &b});
+    return out;
+  }
   const float* pa = detail::data_of(a);
   const float* pb = detail::data_of(b);
   float* pc = detail::data_of(out);
@@ -94,7 +97,10 @@ NDArray transpose(const NDArray& a) {
   NDArray out = detail::new_array(kOp, std::move(shape), a.device());
   out = detail::recorded(detail::GradOp::kTranspose, std::move(out), {&a});
   const std::int64_t n = out.size();
-  if (n == 0) return out;
+  if (n == 0) {
+    detail::push_empty_output(kOp, out, {&a});
+    return out;
+  }
   const float* pa = detail::data_of(a);
   float* po = detail::data_of(out);
   if (!out.device().is_cpu()) {

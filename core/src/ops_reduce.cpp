@@ -141,6 +141,8 @@ NDArray reduce(const char* op, Kind kind, const NDArray& a, bool all, int axis, 
       float* po = detail::data_of(out);
       detail::push_op(op, [=] { dispatch(kind, px, po, g); }, out, {&a});
     }
+  } else {
+    detail::push_empty_output(op, out, {&a});
   }
   detail::GradAttrs at;
   at.all = all;

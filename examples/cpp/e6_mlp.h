@@ -1,10 +1,13 @@
 // E6, the chapter's memory experiment: the MLP (Dense 2048 relu, Dense 512 relu, Dense 1) trained
-// with SGD (lr 0.005) and L2Loss on batches of 1024x512 from the chapter's data iterator, in three
+// with SGD (lr 0.005) and L2Loss on batches of 1024x512 from the chapter's data iterator, in four
 // ways:
 //   sync     reading the loss (an implicit blocker) every batch, as the chapter recommends;
-//   nosync   never reading: the frontend queues every batch at once and memory grows;
-//   bounded  never reading, with the engine's in-flight byte bound (Engine::set_max_inflight):
-//            push waits instead of letting queued outputs pile up.
+//   nosync   never reading, with the engine's byte bound switched off (set_max_inflight(ops, 0)):
+//            the chapter's problem, the frontend queues every batch at once and memory grows;
+//   bounded  never reading, with a small in-flight byte bound (Engine::set_max_inflight):
+//            push waits instead of letting queued outputs pile up;
+//   default  never reading, the engine as it starts (its default byte bound, a quarter of the
+//            memory the program may use, at most 512 MiB): runs ahead a few batches, then waits.
 // Shared by the demo (examples/cpp/chapter.cpp) and the benchmark (bench/native.cpp).
 #pragma once
 
@@ -24,10 +27,13 @@
 
 namespace e6 {
 
-enum class Mode { kSync, kNoSync, kBounded };
+enum class Mode { kSync, kNoSync, kBounded, kDefault };
 
 inline const char* mode_name(Mode m) {
-  return m == Mode::kSync ? "sync" : m == Mode::kNoSync ? "nosync" : "bounded";
+  return m == Mode::kSync     ? "sync"
+         : m == Mode::kNoSync ? "nosync"
+         : m == Mode::kBounded ? "bounded"
+                               : "default";
 }
 
 // ASYNCND_E6_BATCHES shrinks the experiment (e.g. on a machine with little memory: the run that
@@ -70,6 +76,9 @@ struct Result {
   double rss_start_mb = 0, rss_peak_mb = 0, rss_end_mb = 0;  // process RSS (/proc/self/status)
   double loss_sum = 0;            // sync only: the sum of the per-batch mean losses
   double final_loss = 0;          // mean loss of the last batch (read after the run)
+  double bound_mb = 0;            // the byte bound in force during the run (0 = none)
+  const char* bound_source = "none";  // where it came from (asyncnd::bound_source_name)
+  std::uint64_t push_waits = 0;   // pushes that waited on a bound during the run
 };
 
 // A field of /proc/self/status in MB (VmRSS: now, VmHWM: peak since start or the last reset).
@@ -103,7 +112,8 @@ inline asyncnd::nn::Sequential make_net() {
 
 // One run: a fresh network (same seed, so every mode does the same arithmetic), a warm-up batch
 // (deferred parameter creation, allocator and BLAS set-up) outside the measurement, then
-// `num_batches` batches. The engine's byte bound is set only for kBounded and restored after.
+// `num_batches` batches. The engine's byte bound is switched off for kNoSync, set for kBounded,
+// left as the engine started for kSync and kDefault; restored after (Engine::reset_max_inflight).
 inline Result run(Mode mode, const Config& cfg) {
   using namespace asyncnd;
   using Clock = std::chrono::steady_clock;
@@ -128,8 +138,12 @@ inline Result run(Mode mode, const Config& cfg) {
 
   Result r;
   r.mode = mode;
-  const std::size_t old_ops = eng.max_inflight_ops(), old_bytes = eng.max_inflight_bytes();
-  if (mode == Mode::kBounded) eng.set_max_inflight(old_ops, cfg.bound_bytes);
+  const std::size_t ops = eng.max_inflight_ops();
+  if (mode == Mode::kNoSync) eng.set_max_inflight(ops, 0);
+  if (mode == Mode::kBounded) eng.set_max_inflight(ops, cfg.bound_bytes);
+  const EngineStats before = eng.stats();
+  r.bound_mb = before.max_inflight_bytes / 1e6;
+  r.bound_source = bound_source_name(before.max_inflight_bytes_source);
   eng.reset_peak_bytes();
   reset_rss_peak();
   r.engine_start_mb = eng.stats().bytes_in_use / 1e6;
@@ -153,7 +167,9 @@ inline Result run(Mode mode, const Config& cfg) {
   r.frontend_s = std::chrono::duration<double>(Clock::now() - t0).count();
   nd::waitall();
   r.total_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.engine_peak_mb = eng.stats().bytes_peak / 1e6;
+  const EngineStats after = eng.stats();
+  r.engine_peak_mb = after.bytes_peak / 1e6;
+  r.push_waits = after.push_waits - before.push_waits;
   r.rss_peak_mb = proc_status_mb("VmHWM");
   r.rss_end_mb = proc_status_mb("VmRSS");
   const auto& h = it.handout_s();
@@ -161,16 +177,17 @@ inline Result run(Mode mode, const Config& cfg) {
   r.per_batch_ms = h.size() > 1 ? 1e3 * (h.back() - h.front()) / static_cast<double>(h.size() - 1)
                                 : 0.0;
   r.final_loss = l.defined() ? l.mean().item() : 0.0;
-  eng.set_max_inflight(old_ops, old_bytes);
+  if (mode == Mode::kNoSync || mode == Mode::kBounded) eng.reset_max_inflight();
   return r;
 }
 
 inline void print(const Result& r) {
   std::printf("  %-8s total %7.3f s (loop returned after %6.3f s)  %7.2f ms per batch handed out"
               "  engine peak %8.1f MB (%.1f MB before)  RSS peak %8.1f MB (start %.1f, end %.1f)"
-              "  last loss %.4g\n",
+              "  last loss %.4g  byte bound %.0f MB (%s), %llu pushes waited\n",
               mode_name(r.mode), r.total_s, r.frontend_s, r.per_batch_ms, r.engine_peak_mb,
-              r.engine_start_mb, r.rss_peak_mb, r.rss_start_mb, r.rss_end_mb, r.final_loss);
+              r.engine_start_mb, r.rss_peak_mb, r.rss_start_mb, r.rss_end_mb, r.final_loss,
+              r.bound_mb, r.bound_source, static_cast<unsigned long long>(r.push_waits));
 }
 
 }  // namespace e6

@@ -5,12 +5,12 @@
 //   E3  barriers: waitToRead and waitAll
 //   E4  implicit blockers: dataSync, item, toString; and the non-blocking `await data()`
 //   E5  10 000 x (y = x + 1), waiting each time vs once, with the chapter's t1/t2/t3 model
-//   E6  the memory of training the chapter's MLP: reading the loss each batch, never, and never
-//       with the engine's backpressure bound (examples/node/e6_mlp.mjs)
+//   E6  the memory of training the chapter's MLP: reading the loss each batch, never (byte bound
+//       off), never with a small bound, and never with the default engine (examples/node/e6_mlp.mjs)
 // Run from the repository root after `make wasm`:
 //   node examples/node/chapter.mjs [threads] [E6 batches, default 100]
 // (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds, plus about a
-// minute and a half for E6's 3 x 100 batches on 2 cores.
+// two minutes for E6's 4 x 100 batches on 2 cores.
 import asyncnd from '../../wasm/index.mjs';
 import { runE6 } from './e6_mlp.mjs';
 
@@ -220,16 +220,19 @@ nd.seed(42);
   // RSS of any run after it.
   const a = runE6(nd, 'sync', { batches: e6Batches });
   const c = runE6(nd, 'bounded', { batches: e6Batches });
+  const d = runE6(nd, 'default', { batches: e6Batches });
   const b = runE6(nd, 'nosync', { batches: e6Batches });
   show('(a) read the loss each batch (l.mean().item())', a);
-  show('(b) never read it', b);
+  show('(b) never read it, the byte bound switched off (setMaxInflight({ ops, bytes: 0 }))', b);
   show(`(c) never read it, nd.engine.setMaxInflight({ bytes: ${(c.boundBytes / 1e6).toFixed(1)} MB })`, c);
+  show(`(d) never read it, the default engine (byte bound ${(d.boundBytes / 1e6).toFixed(1)} MB from the ${d.boundSource}; pushes that waited: ${d.pushWaits})`, d);
   console.log('  Without a read the frontend queues every batch at once and each holds its activations\n' +
-              '  until the workers reach it; the bound makes the pushes wait instead.');
+              '  until the workers reach it; a bound makes the pushes wait instead. By default the engine\n' +
+              `  bounds the queued bytes at a quarter of the module's heap: (d) completed ${d.batchesDone} of ${d.batches} batches.`);
   if (b.error) {
     console.log('  Unbounded, the queue outgrew the module\'s 2 GiB of WebAssembly memory: the allocation\n' +
-                '  failed with an Error, the loop stopped, and the engine kept working (runs (a), (c) and\n' +
-                '  what follows use it).');
+                '  failed with an Error, the loop stopped, and the engine kept working (what follows uses\n' +
+                '  it).');
   }
 }
 

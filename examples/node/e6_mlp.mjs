@@ -1,10 +1,13 @@
 // e6_mlp.mjs: the chapter's memory experiment (E6) on the WebAssembly engine, shared by
 // examples/node/chapter.mjs and bench/wasm/bench.mjs (the JavaScript twin of examples/cpp/e6_mlp.h).
 // The chapter's MLP (Dense 2048 relu, Dense 512 relu, Dense 1; SGD lr 0.005; L2 loss) trained on
-// its data iterator's batches (X ~ N(0,1) [1024, 512], y = ones [1024]) in one of three modes:
+// its data iterator's batches (X ~ N(0,1) [1024, 512], y = ones [1024]) in one of four modes:
 //   sync     read the loss each batch (l.mean().item()): the frontend waits for every batch
-//   nosync   never read it: the frontend queues every batch at once
-//   bounded  never read it, with nd.engine.setMaxInflight({ bytes }): pushes wait instead
+//   nosync   never read it, the byte bound switched off (setMaxInflight({ ops, bytes: 0 })): the
+//            frontend queues every batch at once, the chapter's problem
+//   bounded  never read it, with a small nd.engine.setMaxInflight({ bytes }): pushes wait instead
+//   default  never read it, the engine as loaded: its default byte bound (a quarter of the
+//            module's 2 GiB heap) lets the frontend run ahead, then makes pushes wait
 // Measured: the engine's peak bytes (stats().bytesPeak after resetPeak(), parameters and
 // gradients included), the process RSS and the wasm memory size at their largest during the run,
 // the mean time between two batches handed out, and the total time to waitAll.
@@ -18,7 +21,7 @@ export const e6DefaultBoundBytes = (batchSize = 1024) => 3 * batchSize * 2048 * 
 export function runE6(nd, mode, options = {}) {
   const { batches, batchSize, features, lr } = { ...E6_DEFAULTS, ...options };
   const boundBytes = options.boundBytes ?? e6DefaultBoundBytes(batchSize);
-  if (!['sync', 'nosync', 'bounded'].includes(mode)) throw new Error(`runE6: unknown mode '${mode}'`);
+  if (!['sync', 'nosync', 'bounded', 'default'].includes(mode)) throw new Error(`runE6: unknown mode '${mode}'`);
   const now = () => performance.now() / 1000;
   nd.seed(1);
   const net = nd.nn.Sequential().add(nd.nn.Dense(2048, 'relu'), nd.nn.Dense(512, 'relu'), nd.nn.Dense(1));
@@ -30,7 +33,7 @@ export function runE6(nd, mode, options = {}) {
     l.backward(nd.ones(l.shape));  // one loss value per example
     trainer.step(batchSize);
   };
-  const out = { mode, batches, batchSize, boundBytes: mode === 'bounded' ? boundBytes : 0, batchesDone: 0, error: null };
+  const out = { mode, batches, batchSize, boundBytes: 0, boundSource: 'none', pushWaits: 0, batchesDone: 0, error: null };
   let rssPeak = 0, heapPeak = 0;
   const sample = () => {
     rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
@@ -40,7 +43,12 @@ export function runE6(nd, mode, options = {}) {
     // One warm-up batch: the deferred parameters and their gradients are made here.
     nd.tidy(() => step(nd.random.normal([batchSize, features]), nd.ones([batchSize]), true));
     nd.waitAll();
-    nd.engine.setMaxInflight(mode === 'bounded' ? { bytes: boundBytes } : {});
+    const ops = nd.engine.stats().maxInflightOps;
+    if (mode === 'nosync') nd.engine.setMaxInflight({ ops, bytes: 0 });
+    if (mode === 'bounded') nd.engine.setMaxInflight({ ops, bytes: boundBytes });
+    const before = nd.engine.stats();
+    out.boundBytes = before.maxInflightBytes;
+    out.boundSource = before.maxInflightBytesSource;
     nd.engine.resetPeak();
     const it = nd.nn.DataIter(batches, batchSize, features);
     const t0 = now();
@@ -66,11 +74,13 @@ export function runE6(nd, mode, options = {}) {
     sample();
     const h = it.handoutS;
     out.batchS = h.length > 1 ? (h[h.length - 1] - h[0]) / (h.length - 1) : NaN;
-    out.peakBytes = nd.engine.stats().bytesPeak;
+    const after = nd.engine.stats();
+    out.peakBytes = after.bytesPeak;
+    out.pushWaits = after.pushWaits - before.pushWaits;
     out.rssPeakBytes = rssPeak;
     out.heapPeakBytes = heapPeak;
   } finally {
-    nd.engine.setMaxInflight({});
+    nd.engine.resetMaxInflight();
     net.delete();
     trainer.delete();
     try { nd.waitAll(); } catch (e) { out.error = out.error || e.message; }
@@ -80,7 +90,7 @@ export function runE6(nd, mode, options = {}) {
 
 // As a program: one mode in a fresh process (a clean wasm heap and RSS), printing its figures as
 // one JSON line. bench/wasm/bench.mjs runs it this way.
-//   node examples/node/e6_mlp.mjs <sync|nosync|bounded> [batches] [threads]
+//   node examples/node/e6_mlp.mjs <sync|nosync|bounded|default> [batches] [threads]
 import { pathToFileURL } from 'node:url';
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [mode = 'sync', batches = '100', threads = '2'] = process.argv.slice(2);

@@ -221,8 +221,9 @@ test('errors from autograd and nn are JS Errors with the message from C++', asyn
 
 test('running out of WebAssembly memory is an Error at the call; training goes on', async () => {
   const nd = await loading;
-  // 2.4 GB: more than the module's 2 GiB limit.
-  assert.throws(() => nd.zeros([600, 1000, 1000]), /alloc: out of WebAssembly memory for 2400000000 bytes/);
+  // The largest array a wasm32 target allows (2^31 - 1 bytes, rounded down to whole floats): more
+  // than the module's 2 GiB memory has free. The error names the op, then the allocator.
+  assert.throws(() => nd.zeros([536870911]), /^Error: zeros: alloc: out of WebAssembly memory for 2147483644 bytes/);
   const d = nd.nn.Dense(1, '', { inUnits: 2 });
   nd.tidy(() => {
     const X = nd.ones([4, 2]);

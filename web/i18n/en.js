@@ -11,9 +11,10 @@ export default {
   'header.reload': 'Reload worker',
   'header.reloadTitle': 'Restart the Web Worker with this many engine threads',
   'header.maxOps': 'Max ops in flight',
-  'header.maxOpsTitle': 'Backpressure: a push waits while this many ops are in flight (0 = no bound)',
+  'header.maxOpsTitle': 'Backpressure: a push waits while this many ops are in flight (empty = the engine’s default, 524288; 0 = no bound)',
   'header.maxMB': 'Max MB in flight',
-  'header.maxMBTitle': 'Backpressure: a push waits while this many MB of outputs are pending (0 = no bound)',
+  'header.maxMBTitle': 'Backpressure: a push waits while this many MB of outputs are pending (empty = the engine’s default, a quarter of the 2 GiB heap; 0 = no bound)',
+  'header.boundDefault': 'default',
   'header.stop': 'Stop run',
   'header.stopTitle': 'Ends the current run by restarting the Web Worker',
   'status.starting': 'loading the module…',
@@ -176,8 +177,10 @@ export default {
   // E6 (one 'E6.mode.*' key per training mode of experiments.js)
   'E6.title': 'Memory: do not overfill the queue',
   'E6.explainHtml': 'The chapter trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
-    'L2 loss) three ways: with a synchronising read of the loss each batch, with none (the frontend races ahead and every ' +
-    'queued batch holds its memory), and with none but the engine’s backpressure bound, which makes a push wait instead. ' +
+    'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
+    '(the frontend races ahead and every queued batch holds its memory: past about 33 batches the module’s 2 GiB run out); ' +
+    'with none but a small backpressure bound, which makes a push wait instead; and with none on the default engine, whose ' +
+    'byte bound (a quarter of the module’s heap, 512 MiB) lets the frontend run ahead, then waits. ' +
     'The chart samples the engine’s bytes in use over time.',
   'E6.unavailableHtml': '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
     'JavaScript API, which this build of the WebAssembly package does not have (rebuild it: make wasm). ' +
@@ -185,12 +188,18 @@ export default {
   'E6.mode.sync': 'read each batch (l.mean().item())',
   'E6.mode.none': 'no read',
   'E6.mode.bound': 'no read, engine bound {size}',
+  'E6.mode.default': 'no read, default engine',
   'E6.col.peak': 'peak memory increase',
   'E6.col.returned': 'the loop returned after',
   'E6.col.perBatch': 'time per batch',
+  'E6.col.batchesDone': 'batches done',
+  'E6.col.bound': 'byte bound',
+  'E6.col.pushWaits': 'pushes that waited',
   'E6.axis.x': 'milliseconds since the first batch',
   'E6.axis.y': 'MB in use above the start',
   'E6.text.peaks': 'Without a read the queue held up to {none} more; with one, {sync}.',
+  'E6.text.default': { one: 'The default engine held at most {peak} more (its bound: {bound}, from the {source}), and {count} push waited on it.',
+                      other: 'The default engine held at most {peak} more (its bound: {bound}, from the {source}), and {count} pushes waited on it.' },
   'E6.text.stopped': '“{mode}” stopped after {done} of {total} batches: {error}.',
 
   // E7

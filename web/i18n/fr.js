@@ -9,9 +9,10 @@ export default {
   'header.reload': 'Relancer le worker',
   'header.reloadTitle': 'Redémarre le Web Worker avec ce nombre de threads du moteur',
   'header.maxOps': 'Opérations en vol (max.)',
-  'header.maxOpsTitle': 'Contre-pression : un ajout attend tant que ce nombre d’opérations est en cours (0 = sans limite)',
+  'header.maxOpsTitle': 'Contre-pression : un ajout attend tant que ce nombre d’opérations est en cours (vide = la valeur par défaut du moteur, 524 288 ; 0 = sans limite)',
   'header.maxMB': 'Mo en vol (max.)',
-  'header.maxMBTitle': 'Contre-pression : un ajout attend tant que ce nombre de Mo de résultats est en attente (0 = sans limite)',
+  'header.maxMBTitle': 'Contre-pression : un ajout attend tant que ce nombre de Mo de résultats est en attente (vide = la valeur par défaut du moteur, un quart du tas de 2 Gio ; 0 = sans limite)',
+  'header.boundDefault': 'défaut',
   'header.stop': 'Arrêter',
   'header.stopTitle': 'Met fin à l’exécution en cours en redémarrant le Web Worker',
   'status.starting': 'chargement du module…',
@@ -167,21 +168,30 @@ export default {
 
   'E6.title': 'Mémoire : ne pas trop remplir la file d’attente',
   'E6.explainHtml': 'Le chapitre entraîne un MLP (Dense 2048 relu, Dense 512 relu, Dense 1 ; minibatchs de 1024×512 ; SGD, taux ' +
-    'd’apprentissage 0,005 ; perte L2) de trois façons : avec une lecture synchronisante de la perte à chaque minibatch, sans ' +
-    'lecture (le frontend prend de l’avance et chaque minibatch en file garde sa mémoire), et sans lecture mais avec la limite ' +
-    'de contre-pression du moteur, qui fait plutôt attendre l’ajout. Le graphique relève au fil du temps les octets utilisés par le moteur.',
+    'd’apprentissage 0,005 ; perte L2) de quatre façons : avec une lecture synchronisante de la perte à chaque minibatch ; ' +
+    'sans lecture et sans la limite en octets du moteur (le frontend prend de l’avance et chaque minibatch en file garde sa ' +
+    'mémoire : au-delà d’environ 33 minibatchs, les 2 Gio du module sont épuisés) ; sans lecture mais avec une petite limite ' +
+    'de contre-pression, qui fait plutôt attendre l’ajout ; et sans lecture avec le moteur par défaut, dont la limite en octets ' +
+    '(un quart du tas du module, 512 Mio) laisse le frontend prendre de l’avance, puis le fait attendre. ' +
+    'Le graphique relève au fil du temps les octets utilisés par le moteur.',
   'E6.unavailableHtml': '<strong>Cette expérience ne peut pas encore s’exécuter.</strong> Elle a besoin de <code>nd.nn</code> et de ' +
     '<code>nd.autograd</code> dans l’API JavaScript, que cette version du paquet WebAssembly n’a pas (reconstruisez-le : make wasm). ' +
     'Le panneau n’affiche aucun chiffre plutôt que des chiffres inventés ; il s’exécutera dès que le module les fournira.',
   'E6.mode.sync': 'lecture à chaque minibatch (l.mean().item())',
   'E6.mode.none': 'sans lecture',
   'E6.mode.bound': 'sans lecture, limite du moteur {size}',
+  'E6.mode.default': 'sans lecture, moteur par défaut',
   'E6.col.peak': 'hausse maximale de la mémoire',
   'E6.col.returned': 'la boucle a rendu la main après',
   'E6.col.perBatch': 'temps par minibatch',
+  'E6.col.batchesDone': 'minibatchs terminés',
+  'E6.col.bound': 'limite en octets',
+  'E6.col.pushWaits': 'ajouts qui ont attendu',
   'E6.axis.x': 'millisecondes depuis le premier minibatch',
   'E6.axis.y': 'Mo utilisés au-delà du départ',
   'E6.text.peaks': 'Sans lecture, la file a retenu jusqu’à {none} de plus ; avec une lecture, {sync}.',
+  'E6.text.default': { one: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajout a attendu.',
+                      other: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajouts ont attendu.' },
   'E6.text.stopped': '« {mode} » s’est arrêté après {done} minibatchs sur {total} : {error}.',
 
   'E7.title': 'Pas de GPU ici : l’asynchronie sur le CPU',

@@ -9,9 +9,10 @@ export default {
   'header.reload': 'Muat ulang worker',
   'header.reloadTitle': 'Memulai ulang Web Worker dengan jumlah thread mesin sebanyak ini',
   'header.maxOps': 'Maks. operasi berjalan',
-  'header.maxOpsTitle': 'Tekanan balik: penambahan menunggu selama operasi yang berjalan sebanyak ini (0 = tanpa batas)',
+  'header.maxOpsTitle': 'Tekanan balik: penambahan menunggu selama operasi yang berjalan sebanyak ini (kosong = bawaan mesin, 524288; 0 = tanpa batas)',
   'header.maxMB': 'Maks. MB berjalan',
-  'header.maxMBTitle': 'Tekanan balik: penambahan menunggu selama keluaran sebesar ini (MB) masih tertunda (0 = tanpa batas)',
+  'header.maxMBTitle': 'Tekanan balik: penambahan menunggu selama keluaran sebesar ini (MB) masih tertunda (kosong = bawaan mesin, seperempat dari heap 2 GiB; 0 = tanpa batas)',
+  'header.boundDefault': 'bawaan',
   'header.stop': 'Hentikan',
   'header.stopTitle': 'Mengakhiri proses yang sedang berjalan dengan memulai ulang Web Worker',
   'status.starting': 'memuat modul…',
@@ -163,21 +164,28 @@ export default {
 
   'E6.title': 'Memori: jangan mengisi antrian berlebihan',
   'E6.explainHtml': 'Bab ini melatih MLP (Dense 2048 relu, Dense 512 relu, Dense 1; minibatch 1024×512; SGD, laju pembelajaran 0,005; ' +
-    'loss L2) dengan tiga cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch, tanpa pembacaan (frontend melaju di depan ' +
-    'dan setiap minibatch dalam antrian menahan memorinya), dan tanpa pembacaan tetapi dengan batas tekanan balik mesin, yang membuat ' +
-    'penambahan menunggu. Grafik mencatat byte yang dipakai mesin dari waktu ke waktu.',
+    'loss L2) dengan empat cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch; tanpa pembacaan dan dengan batas byte ' +
+    'mesin dimatikan (frontend melaju di depan dan setiap minibatch dalam antrian menahan memorinya: setelah sekitar 33 minibatch, ' +
+    '2 GiB milik modul habis); tanpa pembacaan tetapi dengan batas tekanan balik yang kecil, yang membuat penambahan menunggu; dan ' +
+    'tanpa pembacaan dengan mesin bawaan, yang batas byte-nya (seperempat heap modul, 512 MiB) membiarkan frontend melaju dulu, lalu ' +
+    'menunggu. Grafik mencatat byte yang dipakai mesin dari waktu ke waktu.',
   'E6.unavailableHtml': '<strong>Eksperimen ini belum bisa dijalankan.</strong> Ia membutuhkan <code>nd.nn</code> dan <code>nd.autograd</code> ' +
     'di API JavaScript, yang tidak dimiliki build paket WebAssembly ini (bangun ulang: make wasm). Panel ini tidak menampilkan angka ' +
     'daripada menampilkan angka karangan; ia berjalan begitu modul menyediakannya.',
   'E6.mode.sync': 'baca tiap minibatch (l.mean().item())',
   'E6.mode.none': 'tanpa pembacaan',
   'E6.mode.bound': 'tanpa pembacaan, batas mesin {size}',
+  'E6.mode.default': 'tanpa pembacaan, mesin bawaan',
   'E6.col.peak': 'kenaikan puncak memori',
   'E6.col.returned': 'perulangan kembali setelah',
   'E6.col.perBatch': 'waktu per minibatch',
+  'E6.col.batchesDone': 'minibatch selesai',
+  'E6.col.bound': 'batas byte',
+  'E6.col.pushWaits': 'penambahan yang menunggu',
   'E6.axis.x': 'milidetik sejak minibatch pertama',
   'E6.axis.y': 'MB terpakai di atas awal',
   'E6.text.peaks': 'Tanpa pembacaan, antrian menahan hingga {none} lebih banyak; dengan pembacaan, {sync}.',
+  'E6.text.default': { other: 'Mesin bawaan menahan paling banyak {peak} lebih (batasnya: {bound}, dari {source}), dan {count} penambahan menunggu karenanya.' },
   'E6.text.stopped': '“{mode}” berhenti setelah {done} dari {total} minibatch: {error}.',
 
   'E7.title': 'Tidak ada GPU di sini: asinkroni di CPU',

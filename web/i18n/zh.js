@@ -9,9 +9,10 @@ export default {
   'header.reload': '重启 Worker',
   'header.reloadTitle': '用这个数量的引擎线程重新启动 Web Worker',
   'header.maxOps': '最多在途操作数',
-  'header.maxOpsTitle': '背压：在途操作达到这个数量时，新的入队要等待（0 表示不限制）',
+  'header.maxOpsTitle': '背压：在途操作达到这个数量时，新的入队要等待（留空表示引擎的默认值 524288；0 表示不限制）',
   'header.maxMB': '最多在途 MB',
-  'header.maxMBTitle': '背压：待产生的输出达到这么多 MB 时，新的入队要等待（0 表示不限制）',
+  'header.maxMBTitle': '背压：待产生的输出达到这么多 MB 时，新的入队要等待（留空表示引擎的默认值，即 2 GiB 堆的四分之一；0 表示不限制）',
+  'header.boundDefault': '默认',
   'header.stop': '停止运行',
   'header.stopTitle': '重新启动 Web Worker，以结束当前的运行',
   'status.starting': '正在加载模块…',
@@ -156,20 +157,26 @@ export default {
   'E5.text.workerBound': '这里 t2 ≥ t1：工作线程是瓶颈，异步循环的用时约为 N t2。',
 
   'E6.title': '内存：不要把队列塞得太满',
-  'E6.explainHtml': '本章用三种方式训练一个多层感知机（Dense 2048 relu、Dense 512 relu、Dense 1；小批量 1024×512；SGD，学习率 0.005；' +
-    'L2 损失）：每个小批量都用同步函数读取一次损失；完全不读（前端抢先跑，队列中的每个小批量都占着自己的内存）；' +
-    '不读但使用引擎的背压上限，让入队改为等待。图表记录引擎占用的字节数随时间的变化。',
+  'E6.explainHtml': '本章用四种方式训练一个多层感知机（Dense 2048 relu、Dense 512 relu、Dense 1；小批量 1024×512；SGD，学习率 0.005；' +
+    'L2 损失）：每个小批量都用同步函数读取一次损失；不读取，并关闭引擎的字节上限（前端抢先跑，队列中的每个小批量都占着自己的内存：' +
+    '大约 33 个小批量之后，模块的 2 GiB 内存就会耗尽）；不读取但使用一个较小的背压上限，让入队改为等待；' +
+    '不读取，使用默认引擎，它的字节上限（模块堆的四分之一，512 MiB）先让前端抢先跑，然后让它等待。图表记录引擎占用的字节数随时间的变化。',
   'E6.unavailableHtml': '<strong>这个实验暂时无法运行。</strong>它需要 JavaScript API 中的 <code>nd.nn</code> 和 <code>nd.autograd</code>，' +
     '而这个版本的 WebAssembly 包没有它们（请重新构建：make wasm）。面板宁可不显示数字，也不编造数字；模块一旦提供它们，实验就能运行。',
   'E6.mode.sync': '每个小批量都读取（l.mean().item()）',
   'E6.mode.none': '不读取',
   'E6.mode.bound': '不读取，引擎上限 {size}',
+  'E6.mode.default': '不读取，默认引擎',
   'E6.col.peak': '内存峰值增量',
   'E6.col.returned': '循环返回用时',
   'E6.col.perBatch': '每个小批量用时',
+  'E6.col.batchesDone': '完成的小批量数',
+  'E6.col.bound': '字节上限',
+  'E6.col.pushWaits': '等待过的入队次数',
   'E6.axis.x': '自第一个小批量以来的毫秒数',
   'E6.axis.y': '比开始时多占用的 MB',
   'E6.text.peaks': '不读取时，队列最多多占用了 {none}；读取时为 {sync}。',
+  'E6.text.default': { other: '默认引擎最多多占用了 {peak}（它的上限：{bound}，来自 {source}），有 {count} 次入队因它而等待。' },
   'E6.text.stopped': '“{mode}”在 {total} 个小批量中的第 {done} 个之后停止：{error}。',
 
   'E7.title': '这里没有 GPU：CPU 上的异步',

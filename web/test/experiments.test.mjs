@@ -85,13 +85,13 @@ test('E5: t1, t2, t3 estimated from a real run', async () => {
   assertClean();
 });
 
-test('E6: the MLP of the chapter trained three ways on the real nd.nn and nd.autograd', async () => {
+test('E6: the MLP of the chapter trained four ways on the real nd.nn and nd.autograd', async () => {
   assert.equal(EXPERIMENTS_HAS_NN(nd), true);
   nd.waitAll();
   const before = nd.engine.stats().bytesInUse;
   const { ctx, events } = context({ batches: 3, batch: 64, boundMB: 2 });
   const r = await EXPERIMENTS.E6(nd, ctx);
-  assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound']);
+  assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound', 'default']);
   for (const s of r.series) {
     assert.ok(s.samples.length >= 3, `${s.key}: ${s.samples.length} samples`);
     for (const p of s.samples) assertNumbers(p, ['t', 'bytes', 'pending']);
@@ -100,6 +100,12 @@ test('E6: the MLP of the chapter trained three ways on the real nd.nn and nd.aut
     assert.equal(s.batchEnds.length, 3);
   }
   assert.equal(r.boundBytes, 2e6);
+  const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
+  assert.equal(by.none.boundBytes, 0);  // (b): the byte bound explicitly off
+  assert.equal(by.none.boundSource, 'none');
+  assert.equal(by.bound.boundSource, 'user');
+  assert.equal(by.default.boundSource, 'wasm heap');  // (d): the engine as loaded
+  assert.equal(by.default.boundBytes, 512 * 2 ** 20);
   // Forward, backward and the SGD step all ran through the engine.
   for (const name of ['dot', 'relu_grad', 'sgd_update']) {
     assert.ok(events.some((e) => e.name === name), `no ${name} op in the profile`);

@@ -62,6 +62,48 @@ enum class EngineKind {
   kNaive,     // every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive)
 };
 
+// Where the byte bound in force came from (EngineStats::max_inflight_bytes_source).
+enum class BoundSource {
+  kNone,      // no byte bound
+  kCgroup,    // derived from the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes)
+  kPhysical,  // derived from the machine's physical memory
+  kWasmHeap,  // derived from the WebAssembly module's maximum heap
+  kEnv,       // ASYNCND_MAX_INFLIGHT_BYTES
+  kUser,      // set in code: Engine::set_max_inflight, or EngineOptions given to an Engine
+};
+// "none", "cgroup", "physical", "wasm heap", "env", "user".
+const char* bound_source_name(BoundSource source);
+
+// The memory this program may use, as the default byte bound sees it.
+struct MemoryLimit {
+  std::uint64_t bytes = 0;                  // 0 = unknown: no default byte bound
+  BoundSource source = BoundSource::kNone;  // kCgroup, kPhysical or kWasmHeap
+};
+
+// The memory this program may use: natively the cgroup's limit when one is set and below physical
+// memory ("max", or v1's near-2^63 "unlimited", is no limit), else physical memory; in
+// WebAssembly the module's maximum heap (2 GiB). Reads /proc and /sys once per call; never throws
+// (bytes = 0 when nothing can be read).
+MemoryLimit program_memory_limit();
+
+// The default byte bound of the process-wide engine: a quarter of program_memory_limit()
+// (kDefaultInflightBytesDivisor), and never more than kDefaultInflightBytesCap (512 MiB).
+// The quarter keeps queued work from taking the memory the program needs for itself on any
+// machine (in WebAssembly: 512 MiB of the 2 GiB heap, where E6's 100 batches complete with the
+// heap at 416 MB). The cap is what running ahead is worth: past a few hundred megabytes, queued
+// work only adds storage the CPU allocator cannot recycle (it caches 256 MB), whose fresh pages
+// the workers must fault in; E6 without a read took 1.4-1.9x the time of the run reading each
+// batch with a quarter of 24 GiB as its bound, and 0.9-1.0x with 512 MiB, still running several
+// batches ahead. The measurements are in bench/README.md, "The default byte bound".
+inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
+inline constexpr std::uint64_t kDefaultInflightBytesCap = 512ull << 20;
+// The default byte bound for a program that may use `memory_bytes` (0 = unknown: no bound).
+constexpr std::uint64_t default_max_inflight_bytes(std::uint64_t memory_bytes) {
+  return memory_bytes / kDefaultInflightBytesDivisor < kDefaultInflightBytesCap
+             ? memory_bytes / kDefaultInflightBytesDivisor
+             : kDefaultInflightBytesCap;
+}
+
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
   // CPU worker threads; 0 = one per hardware thread but one (at least one), leaving a core to the
@@ -70,14 +112,22 @@ struct EngineOptions {
   // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
   std::size_t max_inflight_ops = 0;
   std::size_t max_inflight_bytes = 0;
-  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS, over the defaults above, and the
-  // documented default backpressure bound (kDefaultMaxInflightOps).
+  // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
+  BoundSource max_inflight_bytes_source = BoundSource::kNone;
+  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS over the defaults above, and
+  // sets the default bounds: kDefaultMaxInflightOps ops, and
+  // default_max_inflight_bytes(program_memory_limit().bytes) bytes. ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES
+  // (whole numbers, 0 = no bound) replace them. Throws asyncnd::Error naming the variable and its
+  // value for a bad value (not a whole number, a sign, trailing characters, too large).
   static EngineOptions from_env();
+  // The same with `limit` in place of the machine's (tests simulate a small machine with it).
+  static EngineOptions from_env(const MemoryLimit& limit);
 };
 
 // The default bound on ops in flight of the process-wide engine: a frontend that runs this far
 // ahead of the workers waits inside push. About 200 bytes of bookkeeping per op, so the queue holds
-// at most about 100 MB of it; byte bound off by default (set one for memory-heavy loops, see E6).
+// at most about 100 MB of it. The byte bound (kDefaultInflightBytesDivisor) bounds what the
+// queued ops' outputs hold.
 inline constexpr std::size_t kDefaultMaxInflightOps = 1u << 19;
 
 struct PushOptions {
@@ -103,6 +153,12 @@ struct EngineStats {
   std::uint64_t inflight_bytes = 0;  // bytes that queued work keeps alive (see
                                      // set_max_inflight; counted while a byte bound is set)
   std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
+  // The bounds in force (0 = none; see set_max_inflight), where the byte bound came from, and how
+  // many pushes have waited on a bound (since the engine started).
+  std::uint64_t max_inflight_ops = 0;
+  std::uint64_t max_inflight_bytes = 0;
+  BoundSource max_inflight_bytes_source = BoundSource::kNone;
+  std::uint64_t push_waits = 0;
   std::uint64_t bytes_in_use = 0;    // sum over devices
   std::uint64_t bytes_peak = 0;      // sum over devices of each device's peak
   std::vector<DeviceStats> devices;
@@ -194,7 +250,8 @@ class Engine {
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
   // Then waits for every GPU to finish its queued work, and throws a device error if one failed.
-  // Must not be called from inside an op.
+  // Must not be called from inside an op: throws "waitall: called from inside an op" there (with
+  // either engine kind).
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
@@ -214,7 +271,12 @@ class Engine {
   // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
   // work is down to about half of each bound set (or everything finished), then pushes on: fewer
   // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
+  // The process-wide engine starts bounded (EngineOptions::from_env: 524 288 ops, and a quarter of
+  // the memory the program may use, at most 512 MiB); this call replaces both, and stats() then reports the byte
+  // bound's source as kUser (kNone for 0).
   void set_max_inflight(std::size_t ops, std::size_t bytes);
+  // Restores the bounds this engine started with (its EngineOptions, with their source).
+  void reset_max_inflight();
   std::size_t max_inflight_ops() const;
   std::size_t max_inflight_bytes() const;
 
@@ -253,9 +315,11 @@ class Engine {
 // before exit.
 Engine& engine();
 
-// Replaces the process-wide engine's kind and worker count: waits for all work first (rethrowing
-// like waitall), then restarts the workers. Variables and arrays stay valid. Call it from one
-// thread while no other thread uses the engine.
+// Replaces the process-wide engine's kind and worker count: waits for all work first, then
+// restarts the workers. Variables and arrays stay valid. Call it from one thread while no other
+// thread uses the engine. If an earlier op failed and no wait reported it yet, the configuration
+// is still applied, then that failure is thrown (as waitall would). Throws "configure_engine:
+// called from inside an op" from an op (and changes nothing).
 void configure_engine(EngineOptions options);
 
 }  // namespace asyncnd

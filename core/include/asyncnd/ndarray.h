@@ -1,6 +1,7 @@
 // NDArray: a float32 n-dimensional array whose values are computed asynchronously by the engine.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -16,7 +17,14 @@ using Shape = std::vector<std::int64_t>;
 
 // "[2,3]"; used in every error message.
 std::string shape_str(const Shape& shape);
-// Product of the dimensions (1 for a scalar shape []). Throws asyncnd::Error for a negative one.
+// The most elements one array may hold on this target: its byte count must fit ptrdiff_t, so that
+// every offset into its storage is defined. 2^31-1 bytes (536870911 float32 elements) in wasm32,
+// 2^63-1 bytes natively; memory usually runs out well before (then the op that asked throws).
+constexpr std::int64_t kMaxArrayElements =
+    static_cast<std::int64_t>(PTRDIFF_MAX / static_cast<std::ptrdiff_t>(sizeof(float)));
+// Product of the dimensions (1 for a scalar shape []), computed without overflow. Throws
+// asyncnd::Error for a negative dimension, or when the array would hold more than
+// kMaxArrayElements. Every op that makes an array checks its shape with it before queueing.
 std::int64_t shape_size(const Shape& shape);
 
 namespace detail {

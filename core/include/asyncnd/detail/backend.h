@@ -87,6 +87,14 @@ void set_profiler_clock(ClockNs clock) noexcept;
 // The profiler's clock now: the one set above, else steady_clock. Any thread.
 std::int64_t profiler_clock_ns() noexcept;
 
+// The memory limit from the texts of the cgroup files (v2 memory.max, v1 memory.limit_in_bytes;
+// nullptr where a file is absent) and the physical memory in bytes (0 = unknown): the cgroup's
+// limit when it is a number below physical memory ("max" and v1's "unlimited" are none), else
+// physical memory. The first file that parses decides. Pure: program_memory_limit() (defined once
+// per product, with builtin_backends) reads the files; tests give it texts.
+MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
+                              std::uint64_t physical);
+
 // Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.
 void reference_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,

@@ -1,0 +1,131 @@
+// Bad input never kills the process: shapes whose element or byte count overflows, waits from
+// inside an op with either engine kind, configure_engine with an unreported failure, and
+// out-of-memory errors that name the op.
+#include <asyncnd/asyncnd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "ops_test_util.h"
+
+using namespace asyncnd;
+using asyncnd_test::expect_error;
+using asyncnd_test::leak_checked;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ASYNCND_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ASYNCND_TEST_SANITIZED 1
+#endif
+#endif
+
+TEST_CASE("shape_size: overflow-safe, capped at the target's largest array", "[errors][sizes]") {
+  CHECK(shape_size({}) == 1);
+  CHECK(shape_size({0, std::int64_t{1} << 62}) == 0);
+  CHECK(shape_size({kMaxArrayElements}) == kMaxArrayElements);
+  CHECK_THROWS_WITH(shape_size({kMaxArrayElements + 1}), Catch::Contains("too many elements"));
+  // 2^62 elements is 2^64 bytes: it used to wrap to 0 bytes and the fill wrote out of bounds.
+  CHECK_THROWS_WITH(shape_size({std::int64_t{1} << 62}), Catch::Contains("too many elements"));
+  // The product itself overflows int64.
+  CHECK_THROWS_WITH(shape_size({65536, 65536, 65536, 65536, 65536}),
+                    Catch::Contains("too many elements"));
+  CHECK_THROWS_WITH(shape_size({0, -1}), Catch::Contains("negative dimension"));
+  CHECK(kMaxArrayElements * static_cast<std::int64_t>(sizeof(float)) <=
+        static_cast<std::int64_t>(PTRDIFF_MAX));
+}
+
+TEST_CASE("every op that makes a shape rejects one too large, queueing nothing", "[errors][sizes]") {
+  leak_checked([] {
+    const std::int64_t big = std::int64_t{1} << 62;
+    expect_error([&] { nd::zeros({big}); }, {"zeros", "[4611686018427387904]", "too many elements"});
+    expect_error([&] { nd::zeros({big + 1}); }, {"zeros", "too many elements"});
+    expect_error([&] { nd::ones({65536, 65536, 65536, 65536}); }, {"ones", "[65536,65536,65536,65536]"});
+    expect_error([&] { nd::full({big}, 2.0f); }, {"full", "too many elements"});
+    expect_error([&] { nd::empty({big}); }, {"empty", "too many elements"});
+    expect_error([&] { nd::random_normal({big}); }, {"random_normal", "too many elements"});
+    expect_error([&] { nd::random_uniform({3, big}); }, {"random_uniform", "too many elements"});
+    expect_error([&] { nd::from_vector({1.0f}, {big}); }, {"from_vector", "too many elements"});
+    expect_error([&] { nd::arange(0.0f, 3e18f, 1.0f); }, {"arange", "too many elements"});
+    NDArray one = nd::ones({1});
+    expect_error([&] { nd::broadcast_to(one, {2, big}); }, {"broadcast_to", "too many elements"});
+    // dot of two empty arrays whose output is [2^31, 2^31] = 2^62 elements.
+    NDArray a = nd::zeros({std::int64_t{1} << 31, 0}), b = nd::zeros({0, std::int64_t{1} << 31});
+    expect_error([&] { nd::dot(a, b); }, {"dot", "[2147483648,2147483648]", "too many elements"});
+    // A -1 in reshape never yields an overflowing shape; a huge one is a size mismatch.
+    expect_error([&] { one.reshape({big, big}); }, {"reshape", "[1]"});
+  });
+}
+
+TEST_CASE("out of memory names the op as well as the allocator", "[errors][sizes]") {
+#ifdef ASYNCND_TEST_SANITIZED
+  // The sanitizers' allocators abort on a request this large instead of returning null.
+  WARN("not run under a sanitizer");
+#else
+  leak_checked([] {
+    // 16 TiB: within the target's largest array, but no machine here has it.
+    expect_error([] { nd::empty({std::int64_t{1} << 42}); }, {"empty: ", "out of memory", "17592186044416 bytes"});
+  });
+#endif
+}
+
+TEST_CASE("waitall from inside an op throws with either engine kind", "[engine][errors]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    INFO((kind == EngineKind::kNaive ? "naive" : "threaded"));
+    Engine eng(EngineOptions{kind, 2});
+    Var v = eng.new_var();
+    // The naive engine ran the op inside push: its waitall waited for itself (a hang).
+    eng.push([&] { eng.waitall(); }, {}, {v}, PushOptions{Device{}, 0, "nested_waitall"});
+    CHECK_THROWS_WITH(eng.wait_to_read(v), Catch::Contains("nested_waitall") &&
+                                               Catch::Contains("waitall: called from inside an op"));
+    // Nested pushes still run, and the engine keeps going.
+    Var w = eng.new_var();
+    int x = 0;
+    eng.push([&] { eng.push([&] { x = 7; }, {}, {w}); }, {}, {v});
+    eng.waitall();
+    CHECK(x == 7);
+  }
+}
+
+TEST_CASE("configure_engine applies the configuration, then reports an earlier failure", "[engine][errors]") {
+  const EngineOptions original = EngineOptions::from_env();
+  engine().waitall();
+  Var v = engine().new_var();
+  engine().push([] { throw std::runtime_error("boom before configure"); }, {}, {v},
+                PushOptions{Device{}, 0, "failing_before_configure"});
+  EngineOptions naive;
+  naive.kind = EngineKind::kNaive;
+  CHECK_THROWS_WITH(configure_engine(naive), Catch::Contains("boom before configure"));
+  CHECK(engine().kind() == EngineKind::kNaive);  // applied despite the failure
+  CHECK_NOTHROW(engine().waitall());             // reported once
+  engine().delete_var(std::move(v));
+  // From inside an op: refused, nothing changed.
+  Var w = engine().new_var();
+  engine().push([&] { configure_engine(original); }, {}, {w}, PushOptions{Device{}, 0, "configuring_op"});
+  CHECK_THROWS_WITH(engine().wait_to_read(w), Catch::Contains("configure_engine: called from inside an op"));
+  CHECK(engine().kind() == EngineKind::kNaive);
+  engine().delete_var(std::move(w));
+  configure_engine(original);
+  CHECK(engine().kind() == original.kind);
+}
+
+// Found by the fuzz test: ops with an empty output queued nothing, so an input's failure never
+// reached them, and a wait on them returned as if all was well.
+TEST_CASE("an op with an empty output still carries an input's failure", "[engine][errors]") {
+  leak_checked([] {
+    NDArray a = nd::zeros({0, 3});
+    NDArray bad = a.copy();
+    PushOptions o;
+    o.name = "failing_op";
+    engine().push([] { throw std::runtime_error("kernel exploded"); }, {}, {bad.var()}, o);
+    const NDArray deps[] = {nd::exp(bad), bad + a, bad * 2.0f, nd::transpose(bad), nd::sum(bad, 1),
+                            nd::dot(bad, nd::zeros({3, 0})), bad.copy()};
+    for (const NDArray& d : deps) {
+      CHECK_THROWS_WITH(d.wait_to_read(), Catch::Contains("failing_op") && Catch::Contains("kernel exploded"));
+    }
+    CHECK_THROWS_WITH(bad.to_vector(), Catch::Contains("kernel exploded"));
+    CHECK_NOTHROW(engine().waitall());
+  });
+}

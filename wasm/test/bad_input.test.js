@@ -1,0 +1,130 @@
+// Bad input never kills the module: shapes too large for wasm32, JavaScript numbers outside what
+// the op takes (never wrapped to int32), holes in shapes, reads after delete(), fill values that
+// are not numbers. Each is an Error naming the op and the value as given, and queues nothing.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const h = require('./helpers');
+
+const loading = h.setup();
+
+// Expects fn() to throw an Error (not a TypeError from the glue) whose message matches re, with
+// nothing queued.
+function refused(nd, fn, re) {
+  const before = nd.engine.stats().pushed;
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof Error, `not an Error: ${e}`);
+    assert.match(e.message, re);
+    return true;
+  });
+  assert.equal(nd.engine.stats().pushed, before, `queued something: ${re}`);
+}
+
+test('shapes larger than wasm32 allows are an Error naming the op, and the module goes on', async () => {
+  const nd = await loading;
+  const big = /has too many elements: the largest array on this target holds 536870911 float32 elements \(2147483644 bytes\)/;
+  // 2^30 elements is 2^32 bytes: it wrapped wasm32's size_t to 0 bytes and the fill crashed.
+  refused(nd, () => nd.zeros([2 ** 30]), /^zeros: shape \[1073741824\] has too many elements/);
+  refused(nd, () => nd.zeros([65536, 65536]), big);
+  refused(nd, () => nd.ones([1e10]), /^ones: shape \[10000000000\]/);
+  refused(nd, () => nd.full([2 ** 29 + 1], 1), /^full: .*too many elements/);
+  refused(nd, () => nd.random.normal([3, 2 ** 28]), /^random_normal: .*too many elements/);
+  refused(nd, () => nd.random.uniform([2 ** 53 - 1]), /^random_uniform: .*too many elements/);
+  nd.tidy(() => {
+    // A broadcast output and a matrix product too large, from small (or empty) inputs.
+    const col = nd.zeros([32768, 1]), row = nd.zeros([1, 32768]);
+    refused(nd, () => col.add(row), /^add: shape \[32768,32768\] has too many elements/);
+    const a = nd.zeros([65536, 0]), b = nd.zeros([0, 65536]);
+    refused(nd, () => a.dot(b), /^dot: shape \[65536,65536\] has too many elements/);
+    const one = nd.ones([1]);
+    refused(nd, () => one.reshape([2 ** 30]), /^reshape: cannot reshape \[1\] into \[1073741824\]/);
+    // The largest array that fits is allowed (when memory allows it): 512 MiB of floats is not
+    // tried here; a modest one works as ever.
+    assert.deepEqual(nd.ones([2]).add(1).toArray(), [2, 2]);
+  });
+});
+
+test('integers outside int32 are refused, not wrapped by Embind', async () => {
+  const nd = await loading;
+  nd.tidy(() => {
+    const a = nd.fromArray([[1, 2], [3, 4]]);
+    const range = (v) => new RegExp(`^sum: axis must be an integer from -2147483648 to 2147483647, got ${v}$`);
+    // 2**32 acted as axis 0, 2**32 + 1 as 1, MAX_SAFE_INTEGER as -1.
+    refused(nd, () => a.sum(2 ** 32), range(4294967296));
+    refused(nd, () => a.sum(2 ** 32 + 1), range(4294967297));
+    refused(nd, () => a.sum(Number.MAX_SAFE_INTEGER), range(9007199254740991));
+    refused(nd, () => a.sum(-(2 ** 31) - 1), range(-2147483649));
+    refused(nd, () => a.mean(1.5, true), /^mean: axis must be an integer .* got 1\.5$/);
+    refused(nd, () => a.max('1'), /^max: axis must be an integer .* got '1'$/);
+    // In int32 but out of range for the shape: the C++ op says so, with the value as given.
+    refused(nd, () => a.sum(2 ** 31 - 1), /^sum: axis 2147483647 is out of range for \[2,2\]/);
+    assert.deepEqual(a.sum(-1).toArray(), [3, 7]);
+  });
+  refused(nd, () => nd.seed(2 ** 53), /^seed: the seed must be an integer from 0 to 9007199254740991, got 9007199254740992$/);
+  refused(nd, () => nd.seed(-1), /^seed: .* got -1$/);
+  refused(nd, () => nd.seed('7'), /^seed: .* got '7'$/);
+  refused(nd, () => nd.engine.setMaxInflight({ ops: 2 ** 53 }), /^setMaxInflight: ops must be an integer/);
+  refused(nd, () => nd.engine.setMaxInflight({ bytes: -1 }), /^setMaxInflight: bytes must be an integer .* got -1$/);
+  refused(nd, () => nd.nn.Dense(2 ** 53), /^nn\.Dense: units must be an integer from 1 to 9007199254740991, got 9007199254740992$/);
+  refused(nd, () => nd.nn.Dense(4, '', { inUnits: -3 }), /^nn\.Dense: inUnits must be an integer .* got -3$/);
+  refused(nd, () => nd._testing.benchVars(2 ** 32), /^benchVars: n must be an integer from 0 to 2147483647, got 4294967296$/);
+  const d = nd.nn.Dense(1, '', { inUnits: 1 });
+  const sgd = nd.nn.SGD(d, 0.1);
+  refused(nd, () => sgd.step(2 ** 53), /^SGD\.step: batchSize must be an integer .* got 9007199254740992$/);
+  refused(nd, () => sgd.step(0), /^SGD\.step: batchSize must be an integer from 1/);
+  refused(nd, () => { sgd.learningRate = 'fast'; }, /^SGD\.learningRate: value must be a number, got 'fast'$/);
+  refused(nd, () => nd.nn.SGD(d, undefined), /^nn\.SGD: learningRate must be a number, got undefined$/);
+  sgd.delete();
+  d.delete();
+});
+
+test('undefined, null and other non-numbers inside a shape are an Error naming the op', async () => {
+  const nd = await loading;
+  refused(nd, () => nd.zeros([2, undefined]), /^zeros: bad dimension undefined at index 1 of the shape \[2,undefined\]$/);
+  refused(nd, () => nd.ones([null]), /^ones: bad dimension null at index 0/);
+  refused(nd, () => nd.full([2, '2'], 1), /^full: bad dimension '2' at index 1/);
+  refused(nd, () => nd.random.normal([1n]), /^random\.normal: bad dimension 1n at index 0/);
+  refused(nd, () => nd.zeros([Symbol('x')]), /^zeros: bad dimension Symbol\(x\) at index 0/);
+  refused(nd, () => nd.zeros([2 ** 53]), /^zeros: bad dimension 9007199254740992 at index 0/);
+  refused(nd, () => nd.zeros([{}]), /^zeros: bad dimension \[object Object\] at index 0/);
+  refused(nd, () => nd.fromArray([1, 2], [undefined]), /^fromArray: bad dimension undefined/);
+  nd.tidy(() => {
+    const x = nd.ones([6]);
+    refused(nd, () => x.reshape([null, 3]), /^reshape: bad dimension null at index 0/);
+    refused(nd, () => x.reshape(2, undefined), /^reshape: bad dimension undefined at index 1/);
+    refused(nd, () => x.reshape([-2, 3]), /^reshape: bad dimension -2/);
+    assert.deepEqual(x.reshape([-1, 3]).shape, [2, 3]);
+  });
+});
+
+test('shape, size and ndim throw after delete(), as documented, even when read before', async () => {
+  const nd = await loading;
+  const a = nd.ones([2, 3]);
+  assert.deepEqual([a.shape, a.size, a.ndim], [[2, 3], 6, 2]);  // cached now
+  a.delete();
+  assert.throws(() => a.shape, /^Error: shape: the array was deleted$/);
+  assert.throws(() => a.size, /^Error: size: the array was deleted$/);
+  assert.throws(() => a.ndim, /^Error: ndim: the array was deleted$/);
+  assert.equal(a.isDeleted, true);
+});
+
+test('full with a fill value that is not a number is an Error naming full', async () => {
+  const nd = await loading;
+  refused(nd, () => nd.full([2], 'x'), /^full: value must be a number, got 'x'$/);
+  refused(nd, () => nd.full([2], undefined), /^full: value must be a number, got undefined$/);
+  refused(nd, () => nd.full([2], {}), /^full: value must be a number, got \[object Object\]$/);
+  refused(nd, () => nd.random.normal([2], '0'), /^random\.normal: mean must be a number, got '0'$/);
+  refused(nd, () => nd.random.uniform([2], 0, null), /^random\.uniform: hi must be a number, got null$/);
+  refused(nd, () => nd.arange('5'), /^arange: stop must be a number, got '5'$/);
+  nd.tidy(() => {
+    assert.deepEqual(Array.from(nd.full([2], NaN).dataSync()).map(Number.isNaN), [true, true]);  // a number
+    assert.deepEqual(nd.full([2], -1.5).toArray(), [-1.5, -1.5]);
+  });
+});
+
+test('fromArray count errors name fromArray', async () => {
+  const nd = await loading;
+  refused(nd, () => nd.fromArray([1, 2, 3], [2, 2]), /^fromArray: 3 values do not fill shape \[2,2\] \(4 elements\)$/);
+  refused(nd, () => nd.fromArray(new Float32Array(5), [2, 2]), /^fromArray: 5 values do not fill shape \[2,2\]/);
+  refused(nd, () => nd.fromArray([[1, 2], [3, 4]], [3]), /^fromArray: 4 values do not fill shape \[3\]/);
+});
