@@ -2,10 +2,13 @@
 // waits on it: every run is a message out and messages back (progress, figures, profiler events).
 // It draws the figures with Chart.js, the dependency graphs with Cytoscape (dagre layout) and the
 // per-thread timelines with Chart.js floating bars and its zoom plugin; the code cell is
-// CodeMirror. For the browser tests it exposes its state as window.playground.
+// CodeMirror. Every word it writes comes from the dictionaries in i18n/ (see bind() below: a switch
+// of language re-renders everything, results included). For the browser tests it exposes its
+// state as window.playground.
 /* global Chart, ChartZoom, cytoscape, CodeMirror */
-import { PANELS } from './panels.js';
+import { PANELS, progressText } from './panels.js';
 import { buildGraph, clockSkewUs } from './graph.js';
+import { LANGUAGES, STORAGE_KEY, chooseLanguage, makeTranslator } from './i18n/index.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const el = (tag, attrs = {}, ...children) => {
@@ -20,8 +23,73 @@ const el = (tag, attrs = {}, ...children) => {
   return e;
 };
 
+// ---- languages ----------------------------------------------------------------------------
+// The current translator (i18n/index.js) and shorthands for it.
+let i18n = makeTranslator('en');
+const t = (key, params) => i18n.t(key, params);
+const html = (key, params) => i18n.html(key, params);
+const fmt = (value, unit) => i18n.fmt(value, unit);
+
+// Text that depends on the language: bind(element, fn, slot) sets the element's text ('text'),
+// HTML ('html') or an attribute (any other slot) to fn() now and again at each change of language.
+// Elements that left the page are forgotten at the next change.
+const bindings = new Map();
+function applyBinding(e, slot, fn) {
+  const v = fn();
+  if (slot === 'text') e.textContent = v;
+  else if (slot === 'html') e.innerHTML = v;
+  else e.setAttribute(slot, v);
+}
+function bind(e, fn, slot = 'text') {
+  if (!bindings.has(e)) bindings.set(e, new Map());
+  bindings.get(e).set(slot, fn);
+  applyBinding(e, slot, fn);
+  return e;
+}
+
+function queryLanguage() {
+  return new URLSearchParams(location.search).get('lang');
+}
+function storedLanguage() {
+  try {
+    return localStorage.getItem(STORAGE_KEY);
+  } catch {
+    return null;  // storage disabled: the choice lasts for this page only
+  }
+}
+
+// Switches the page to a language at once: every bound text, the results already shown (tables,
+// charts, graphs, timelines) and the code cell's example if it was not edited. Nothing reloads.
+function setLanguage(code, { remember = false } = {}) {
+  const example = state.editor && state.editor.getValue() === defaultCode();
+  i18n = makeTranslator(code);
+  state.i18n = i18n;
+  document.documentElement.lang = i18n.locale;
+  document.title = t('page.title');
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.locale = i18n.locale;  // the axes' numbers
+  for (const [e, slots] of bindings) {
+    if (!e.isConnected) {
+      bindings.delete(e);
+      continue;
+    }
+    for (const [slot, fn] of slots) applyBinding(e, slot, fn);
+  }
+  $('#lang').value = i18n.code;
+  if (remember) {
+    try {
+      localStorage.setItem(STORAGE_KEY, i18n.code);
+    } catch { /* storage disabled */ }
+    const url = new URL(location.href);
+    url.searchParams.set('lang', i18n.code);
+    history.replaceState(null, '', url);
+  }
+  if (example) state.editor.setValue(defaultCode());
+  for (const p of PANELS) if (p.ui && state.results[p.key]) showResult(p, state.results[p.key]);
+  if (state.results.code) afterCode(state.results.code);
+}
+
 Chart.register(window.ChartZoom);
-Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
 Chart.defaults.font.size = 12;
 Chart.defaults.color = '#475467';
 
@@ -44,7 +112,8 @@ const state = {
   charts: {},        // panel key -> Chart (figures)
   timelines: {},     // panel key -> Chart (timeline)
   graphs: {},        // panel key -> cytoscape instance
-  results: {},       // panel key -> last result message
+  results: {},       // panel key -> last result message (and 'code': the code cell's)
+  i18n: null,        // the current translator: code, locale, produced (every string it made)
 };
 window.playground = state;
 
@@ -60,23 +129,27 @@ function boundFromControls() {
 
 function setStatus(kind, text) {
   $('#status').dataset.state = kind;
-  $('#status-text').textContent = text;
+  bind($('#status-text'), text);
 }
+
+// A failure the Worker reports: its own (a dictionary key) or the engine's message, as it is.
+const failureText = (m) => (m.key ? t(m.key, m.params) : m.message);
 
 function startWorker(threads) {
   if (state.worker) state.worker.terminate();
-  for (const [, h] of state.handlers) h.fail({ message: 'the worker was restarted', line: null });
+  for (const [, h] of state.handlers) h.fail({ key: 'error.workerRestarted', line: null });
   state.handlers.clear();
   state.ready = false;
   state.busy = null;
-  setStatus('loading', `loading the module with ${threads} engine thread${threads > 1 ? 's' : ''}…`);
+  setStatus('loading', () => t('status.loading', { count: threads }));
   updateButtons();
   const w = new Worker('worker.js');
   state.worker = w;
   w.onmessage = (ev) => onWorkerMessage(ev.data);
   w.onerror = (ev) => {
     ev.preventDefault();
-    setStatus('error', `the worker failed to start: ${ev.message || 'unknown error'}`);
+    const why = ev.message;
+    setStatus('error', () => t('status.workerFailed', { why: why || t('status.unknownError') }));
     updateButtons();
   };
   w.postMessage({ type: 'init', threads, bound: boundFromControls() });
@@ -87,20 +160,20 @@ function onWorkerMessage(m) {
     state.ready = true;
     state.threads = m.threads;
     state.hasNN = m.hasNN;
-    setStatus('ready', `ready · ${m.threads} engine thread${m.threads > 1 ? 's' : ''} · ${m.backend} · threads available (cross-origin isolated)`);
+    setStatus('ready', () => t('status.ready', { count: m.threads, backend: m.backend }));
     for (const p of PANELS) refreshAvailability(p);
     updateButtons();
     return;
   }
   if (m.type === 'fatal') {
-    setStatus('error', m.message);
+    setStatus('error', () => failureText(m));
     updateButtons();
     return;
   }
   if (m.type === 'bound') return;
   const h = state.handlers.get(m.id);
   if (m.type === 'log' && m.id === null) {
-    appendOutput(m.level, m.text);
+    appendOutput(m.level, m.key ? () => t(m.key, m.params) : m.text);
     return;
   }
   if (!h) return;
@@ -135,22 +208,10 @@ function updateButtons() {
   $('#reload').disabled = state.busy !== null || $('#status').dataset.state === 'loading';
 }
 
-// ---- formatting ---------------------------------------------------------------------------
-function fmt(value, unit) {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return String(value);
-  switch (unit) {
-    case 's': return value >= 1 ? `${value.toFixed(3)} s` : `${(value * 1e3).toFixed(value < 0.01 ? 3 : 1)} ms`;
-    case 'us': return `${(value * 1e6).toFixed(2)} µs`;
-    case 'x': return `${value.toFixed(1)}×`;
-    case 'MB': return `${(value / 1e6).toFixed(1)} MB`;  // 10^6 bytes, as the native demo
-    default: return Number.isInteger(value) ? String(value) : value.toPrecision(6);
-  }
-}
-
 // ---- charts -------------------------------------------------------------------------------
 function barChart(canvas, bars, { unit = 's', title } = {}) {
   const scale = unit === 's' ? 1e3 : unit === 'us' ? 1e6 : 1;
-  const axis = unit === 's' ? 'milliseconds' : unit === 'us' ? 'microseconds' : unit;
+  const axis = unit === 's' ? t('axis.ms') : unit === 'us' ? t('axis.us') : unit;
   return new Chart(canvas, {
     type: 'bar',
     data: {
@@ -185,17 +246,18 @@ function barChart(canvas, bars, { unit = 's', title } = {}) {
 function timelineChart(canvas, events, threads) {
   const t0 = events.reduce((m, e) => Math.min(m, e.push, e.start), Infinity);
   const rows = [];
-  for (let w = 0; w < threads; ++w) rows.push(`worker ${w}`);
-  if (events.some((e) => e.worker < 0)) rows.push('JavaScript thread');
+  const row = (w) => (w < 0 ? t('timeline.jsThread') : t('timeline.worker', { n: w }));
+  for (let w = 0; w < threads; ++w) rows.push(row(w));
+  if (events.some((e) => e.worker < 0)) rows.push(row(-1));
   for (const e of events) {
-    if (e.worker >= threads && !rows.includes(`worker ${e.worker}`)) rows.push(`worker ${e.worker}`);
+    if (e.worker >= threads && !rows.includes(row(e.worker))) rows.push(row(e.worker));
   }
   const byName = new Map();
   for (const e of events) {
     if (!byName.has(e.name)) byName.set(e.name, []);
     byName.get(e.name).push({
       x: [(e.start - t0) / 1e3, (e.end - t0) / 1e3],
-      y: e.worker < 0 ? 'JavaScript thread' : `worker ${e.worker}`,
+      y: row(e.worker),
       ev: e,
     });
   }
@@ -225,8 +287,10 @@ function timelineChart(canvas, events, threads) {
           callbacks: {
             label: (c) => {
               const e = c.raw.ev;
-              return `${e.name}: ran ${((e.end - e.start)).toFixed(1)} µs, queued ${((e.start - e.push) / 1e3).toFixed(3)} ms before` +
-                     `${e.failed ? ' (failed)' : ''}${e.skipped ? ' (skipped)' : ''}`;
+              // Profiler times are in microseconds; fmt takes seconds.
+              return i18n.sentences(t('timeline.tooltip', { name: e.name, ran: fmt((e.end - e.start) * 1e-6, 'us'),
+                                                            queued: fmt((e.start - e.push) * 1e-6, 's') }),
+                                    e.failed && t('timeline.opFailed'), e.skipped && t('timeline.opSkipped'));
             },
           },
         },
@@ -237,7 +301,7 @@ function timelineChart(canvas, events, threads) {
         },
       },
       scales: {
-        x: { type: 'linear', min: 0, max: end * 1.02 + 0.001, title: { display: true, text: 'milliseconds since the first push' }, grid: { color: '#eef0f4' } },
+        x: { type: 'linear', min: 0, max: end * 1.02 + 0.001, title: { display: true, text: t('timeline.axis') }, grid: { color: '#eef0f4' } },
         y: { type: 'category', labels: rows, grid: { display: false } },
       },
     },
@@ -250,7 +314,7 @@ function showTimeline(key, canvas, note, m) {
   const events = m.events || [];
   canvas.closest('.timeline-box').dataset.events = String(events.length);
   if (!events.length) {
-    note.textContent = 'No engine op was recorded in this run.';
+    bind(note, () => t('timeline.empty'));
     return;
   }
   canvas.parentElement.hidden = false;  // shown from the first run on, before Chart.js sizes it
@@ -258,16 +322,12 @@ function showTimeline(key, canvas, note, m) {
   state.timelines[key] = chart;
   canvas.ondblclick = () => chart.resetZoom();
   const total = m.eventsTotal || events.length;
-  note.textContent = `${events.length} op${events.length > 1 ? 's' : ''} recorded` +
-    (total > events.length ? ` (the first ${events.length} of ${total} are drawn)` : '') +
-    '. Scroll to zoom, drag to pan, double-click to reset.';
   const skew = clockSkewUs(events);
-  if (skew > 1) {
-    note.textContent += ` The threads' clocks disagree by at least ${(skew / 1e3).toFixed(3)} ms in this run ` +
-      '(an op appears to start before an op it reads finished, on another thread), so bars on different rows may be ' +
-      'shifted by that much. The module times every thread with one clock (performance.timeOrigin + now()); ' +
-      'a disagreement means the browser\'s clocks drifted.';
-  }
+  bind(note, () => i18n.sentences(
+    t('timeline.recorded', { count: total }),
+    total > events.length && t('timeline.drawnOf', { shown: events.length, total }),
+    t('timeline.help'),
+    skew > 1 && t('timeline.skew', { time: fmt(skew * 1e-6, 's') })));
 }
 
 function showGraph(key, container, events, names) {
@@ -297,8 +357,9 @@ function showGraph(key, container, events, names) {
   container.dataset.edges = String(cy.edges().length);
   const note = container.parentElement.querySelector('.graph-note');
   if (note) {
-    note.textContent = g.truncated ? `The first ${g.ops} of ${events.length} ops are drawn.` :
-      `${g.ops} op${g.ops > 1 ? 's' : ''}, ${g.vars} array${g.vars > 1 ? 's' : ''}. Arrows: read by, written by.`;
+    bind(note, () => (g.truncated
+      ? t('graph.truncated', { shown: g.ops, total: events.length })
+      : t('graph.summary', { ops: t('graph.ops', { count: g.ops }), arrays: t('graph.arrays', { count: g.vars }) })));
   }
   return g;
 }
@@ -308,9 +369,9 @@ function buildPanel(p) {
   const params = el('div', { class: 'params' });
   for (const q of p.params || []) {
     const input = el('input', { type: 'number', min: String(q.min), max: String(q.max), step: String(q.step || 1), value: String(q.value), 'data-param': q.key });
-    params.append(el('label', {}, q.label, input));
+    params.append(el('label', {}, bind(el('span'), () => t(q.label)), input));
   }
-  const run = el('button', { class: 'run', 'data-panel': p.key }, 'Run');
+  const run = bind(el('button', { class: 'run', 'data-panel': p.key }), () => t('panel.run'));
   const progress = el('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100' }, el('div', { class: 'bar' }));
   const progressText = el('span', { class: 'progress-text' });
   const notice = el('div', { class: 'notice', hidden: '' });
@@ -318,15 +379,16 @@ function buildPanel(p) {
   const chartBox = el('div', { class: 'chart-box', hidden: '' }, el('canvas', { class: 'figure-chart' }));
   const extra = el('div', { class: 'extra' });
   const tlCanvas = el('canvas');
-  const tlNote = el('div', { class: 'timeline-note' }, 'Run the experiment to see what each engine thread ran.');
+  const tlNote = bind(el('div', { class: 'timeline-note' }), () => t('panel.timelineHint'));
   const timeline = el('div', { class: 'timeline-box' },
-    el('h3', {}, 'Timeline ', el('button', { class: 'link reset-zoom', 'data-for': p.key }, 'reset zoom')),
+    el('h3', {}, bind(el('span'), () => t('timeline.title')), ' ',
+       bind(el('button', { class: 'link reset-zoom', 'data-for': p.key }), () => t('timeline.resetZoom'))),
     el('div', { class: 'timeline-wrap', hidden: '' }, tlCanvas), tlNote);
   const section = el('section', { class: `panel${p.wide ? ' wide' : ''}`, id: `panel-${p.key}`, 'data-key': p.key },
     el('div', { class: 'panel-head' },
-      el('h2', {}, el('span', { class: 'tag' }, p.key), ` ${p.title}`),
+      el('h2', {}, bind(el('span', { class: 'tag' }), () => i18n.raw(p.key)), ' ', bind(el('span'), () => t(p.title))),
       el('div', { class: 'run-row' }, params, run)),
-    el('p', { class: 'explain', html: p.explain }),
+    bind(el('p', { class: 'explain' }), () => html(p.explain), 'html'),
     el('div', { class: 'progress-row' }, progress, progressText),
     notice, figures, chartBox, extra, timeline);
   $('#panels').append(section);
@@ -339,7 +401,7 @@ function refreshAvailability(p) {
   p.ui.run.dataset.unavailable = why ? 'true' : 'false';
   if (why) {
     p.ui.notice.hidden = false;
-    p.ui.notice.innerHTML = why;
+    bind(p.ui.notice, () => html(why), 'html');
     p.ui.section.dataset.available = 'false';
     p.ui.section.querySelector('.timeline-box').hidden = true;
     p.ui.section.querySelector('.progress-row').hidden = true;
@@ -351,10 +413,11 @@ function refreshAvailability(p) {
   }
 }
 
+// text: a function that gives the progress line in the current language.
 function setProgress(ui, fraction, text) {
   ui.progress.firstChild.style.width = `${Math.round(Math.min(1, Math.max(0, fraction)) * 100)}%`;
   ui.progress.setAttribute('aria-valuenow', String(Math.round(fraction * 100)));
-  ui.progressText.textContent = text || '';
+  bind(ui.progressText, text);
 }
 
 // A figure's cell: the formatted value, and the raw number for the tests (data-value).
@@ -376,68 +439,86 @@ function renderFigures(p, view) {
   ui.figures.append(table);
 }
 
+// Draws a finished run's result (again, after a change of language): the figures, the chart, the
+// graph, the text and the timeline, all in the current language.
+function showResult(p, m) {
+  const ui = p.ui;
+  const view = p.render(m.result, m, i18n);
+  renderFigures(p, view);
+  if (state.charts[p.key]) state.charts[p.key].destroy();
+  delete state.charts[p.key];
+  ui.chartBox.hidden = !view.chart;
+  if (view.chart) {
+    ui.chartBox.style.height = `${view.chart.height || 64 + 34 * (view.chart.bars || []).length}px`;
+    const canvas = ui.chartBox.querySelector('canvas');
+    state.charts[p.key] = view.chart.make ? view.chart.make(canvas) : barChart(canvas, view.chart.bars, view.chart);
+  }
+  ui.extra.replaceChildren();
+  if (view.graph) {
+    const box = el('div', { class: 'graph', id: `graph-${p.key}` });
+    ui.extra.append(el('div', { class: 'graph-box' }, el('h3', {}, t('panel.graphTitle')), box,
+                       el('div', { class: 'graph-note' })));
+    showGraph(p.key, box, m.events, view.graph.names);
+  }
+  if (view.text) ui.extra.append(el('p', { class: 'result-text' }, view.text));
+  if (view.html) ui.extra.append(el('p', { class: 'result-text', html: view.html }));
+  showTimeline(p.key, ui.tlCanvas, ui.tlNote, m);
+}
+
 function runPanel(p) {
   const ui = p.ui;
   const params = {};
   ui.section.querySelectorAll('[data-param]').forEach((i) => { params[i.dataset.param] = Number(i.value); });
   ui.section.dataset.state = 'running';
-  ui.run.textContent = 'Running…';
-  setProgress(ui, 0, 'starting');
+  bind(ui.run, () => t('panel.running'));
+  setProgress(ui, 0, () => t('progress.starting'));
   ui.section.querySelector('.run-error')?.remove();
   send({ type: 'run', exp: p.key, params }, {
-    progress: (m) => setProgress(ui, m.fraction, m.text),
+    progress: (m) => setProgress(ui, m.fraction, () => progressText(m.key, m.params, i18n)),
     log: () => {},
     done: (m) => {
-      ui.run.textContent = 'Run again';
+      bind(ui.run, () => t('panel.runAgain'));
       ui.section.dataset.state = 'done';
-      setProgress(ui, 1, `done in ${fmt(m.wallS, 's')}`);
+      setProgress(ui, 1, () => t('panel.doneIn', { time: fmt(m.wallS, 's') }));
       state.results[p.key] = m;
-      const view = p.render(m.result, m);
-      renderFigures(p, view);
-      if (state.charts[p.key]) state.charts[p.key].destroy();
-      delete state.charts[p.key];
-      ui.chartBox.hidden = !view.chart;
-      if (view.chart) {
-        ui.chartBox.style.height = `${view.chart.height || 64 + 34 * (view.chart.bars || []).length}px`;
-        const canvas = ui.chartBox.querySelector('canvas');
-        state.charts[p.key] = view.chart.make ? view.chart.make(canvas) : barChart(canvas, view.chart.bars, view.chart);
-      }
-      ui.extra.replaceChildren();
-      if (view.graph) {
-        const box = el('div', { class: 'graph', id: `graph-${p.key}` });
-        ui.extra.append(el('div', { class: 'graph-box' }, el('h3', {}, 'Dependency graph (from the profiler)'), box,
-                           el('div', { class: 'graph-note' })));
-        showGraph(p.key, box, m.events, view.graph.names);
-      }
-      if (view.text) ui.extra.append(el('p', { class: 'result-text', html: view.text }));
-      showTimeline(p.key, ui.tlCanvas, ui.tlNote, m);
+      showResult(p, m);
     },
     fail: (m) => {
-      ui.run.textContent = 'Run';
+      bind(ui.run, () => t('panel.run'));
       ui.section.dataset.state = 'failed';
-      setProgress(ui, 0, 'failed');
-      ui.figures.before(el('div', { class: 'run-error' }, m.message));
+      setProgress(ui, 0, () => t('panel.failed'));
+      // The engine's own message is shown as it is (data-raw), the page's in the current language.
+      ui.figures.before(bind(el('div', { class: 'run-error', ...(m.key ? {} : { 'data-raw': '' }) }), () => failureText(m)));
     },
   });
 }
 
 // ---- the code cell ------------------------------------------------------------------------
-const DEFAULT_CODE = `// Runs in the playground's Web Worker: blocking calls are fine here.
+// The example the code cell starts with, its comments in the current language.
+function defaultCode() {
+  const quote = (s) => `'${s.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+  return `// ${t('code.example.where')}
 const x = nd.random.normal([600, 600]);
 const y = nd.random.normal([600, 600]);
-const a = nd.dot(x, y);        // these two products do not depend
-const b = nd.dot(y, x);        // on each other: they may run at once
-const s = a.add(b).sum();      // waits for both, inside the engine
-console.log('queued; ops pending now:', nd.engine.stats().pending);
-console.log('sum =', s.item()); // item() blocks until the value exists
+const a = nd.dot(x, y);  // ${t('code.example.independent1')}
+const b = nd.dot(y, x);  // ${t('code.example.independent2')}
+const s = a.add(b).sum();  // ${t('code.example.sum')}
+console.log(${quote(t('code.example.pending'))}, nd.engine.stats().pending);
+console.log('sum =', s.item());  // ${t('code.example.item')}
 return s.shape;
 `;
+}
 
 let editor;
+// text: a string (what the code printed, shown as it is) or a function (a line the page writes,
+// in the current language).
 function appendOutput(level, text) {
   const out = $('#code-output');
   out.querySelector('.muted')?.remove();
-  out.append(el('div', { class: `line ${level}` }, text));
+  const line = el('div', { class: `line ${level}` });
+  if (typeof text === 'function') bind(line, text);
+  else line.textContent = text;
+  out.append(line);
   out.scrollTop = out.scrollHeight;
 }
 
@@ -447,24 +528,28 @@ function runCode() {
   out.replaceChildren();
   editor.getAllMarks().forEach((mk) => mk.clear());
   for (let i = 0; i < editor.lineCount(); ++i) editor.removeLineClass(i, 'background', 'error-line');
-  $('#code-state').textContent = 'running…';
+  bind($('#code-state'), () => t('code.running'));
   $('#panel-code').dataset.state = 'running';
+  delete state.results.code;
   const t0 = performance.now();
   send({ type: 'code', src: editor.getValue() }, {
     progress: () => {},
-    log: (m) => appendOutput(m.level, m.text),
+    log: (m) => appendOutput(m.level, m.key ? () => t(m.key, m.params) : m.text),
     done: (m) => {
       const ms = performance.now() - t0;
-      if (m.result.value !== undefined) appendOutput('result', `⇒ ${m.result.value}`);
-      $('#code-state').textContent = `finished in ${fmt(ms / 1e3, 's')} · ${m.result.opsPushed} ops pushed`;
+      if (m.result.valueError !== undefined) appendOutput('error', () => t('code.cannotShow', { message: m.result.valueError }));
+      else if (m.result.value !== undefined) appendOutput('result', `⇒ ${m.result.value}`);
+      bind($('#code-state'), () => t('code.finished', { time: fmt(ms / 1e3, 's'), count: m.result.opsPushed }));
       $('#panel-code').dataset.state = 'done';
       afterCode(m);
     },
     fail: (m) => {
-      const where = m.line ? ` (line ${m.line})` : '';
-      appendOutput('error', `Error${where}: ${m.message}`);
+      appendOutput('error', () => {
+        const message = m.thrown ? t('code.thrown', { value: m.message }) : failureText(m);
+        return m.line ? t('code.errorAt', { line: String(m.line), message }) : t('code.error', { message });
+      });
       if (m.line && m.line <= editor.lineCount()) editor.addLineClass(m.line - 1, 'background', 'error-line');
-      $('#code-state').textContent = 'stopped with an error; the engine keeps running';
+      bind($('#code-state'), () => t('code.stopped'));
       $('#panel-code').dataset.state = 'failed';
       afterCode(m);
     },
@@ -472,13 +557,14 @@ function runCode() {
 }
 
 function afterCode(m) {
+  state.results.code = m;
   const events = m.events || [];
   if (events.length) showGraph('code', $('#code-graph'), events, null);
   else {
     if (state.graphs.code) state.graphs.code.destroy();
     delete state.graphs.code;
     $('#code-graph').hidden = true;
-    $('#code-graph-note').textContent = 'No op was recorded.';
+    bind($('#code-graph-note'), () => t('code.noOp'));
     $('#code-graph').dataset.nodes = '0';
     $('#code-graph').dataset.edges = '0';
   }
@@ -487,9 +573,28 @@ function afterCode(m) {
 
 // ---- start ----------------------------------------------------------------------------------
 function init() {
+  // The language: ?lang=, else the remembered choice, else the browser's preference.
+  i18n = makeTranslator(chooseLanguage({ query: queryLanguage(), stored: storedLanguage(),
+                                         preferred: navigator.languages || [navigator.language] }));
+  state.i18n = i18n;
+  document.documentElement.lang = i18n.locale;
+  document.title = t('page.title');
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.locale = i18n.locale;  // the axes' numbers
+  for (const e of document.querySelectorAll('[data-i18n]')) bind(e, () => t(e.dataset.i18n));
+  for (const e of document.querySelectorAll('[data-i18n-html]')) bind(e, () => html(e.dataset.i18nHtml), 'html');
+  for (const e of document.querySelectorAll('[data-i18n-title]')) bind(e, () => t(e.dataset.i18nTitle), 'title');
+  for (const e of document.querySelectorAll('[data-i18n-placeholder]')) bind(e, () => t(e.dataset.i18nPlaceholder), 'placeholder');
+  bind($('#code-run kbd'), () => i18n.raw('Ctrl+Enter'));
+  const langSelect = $('#lang');
+  for (const l of LANGUAGES) langSelect.append(bind(el('option', { value: l.code, lang: l.locale }), () => i18n.raw(l.name)));
+  langSelect.value = i18n.code;
+  langSelect.addEventListener('change', () => setLanguage(langSelect.value, { remember: true }));
+  setStatus('loading', () => t('status.starting'));
+
   const hw = hardwareThreads();
   const select = $('#threads');
-  for (const n of [1, 2, 3, 4, 6, 8]) select.append(el('option', { value: String(n) }, String(n)));
+  for (const n of [1, 2, 3, 4, 6, 8]) select.append(bind(el('option', { value: String(n) }), () => i18n.number(n)));
   const initial = Math.min(4, Math.max(2, hw - 1));
   select.value = String(initial);
   $('#reload').addEventListener('click', () => startWorker(Number(select.value)));
@@ -510,24 +615,22 @@ function init() {
     indentUnit: 2, tabSize: 2, viewportMargin: Infinity,
     extraKeys: { 'Ctrl-Enter': runCode, 'Cmd-Enter': runCode },
   });
-  editor.setValue(DEFAULT_CODE);
+  editor.setValue(defaultCode());
   state.editor = editor;
+  state.setLanguage = setLanguage;
   $('#code-run').addEventListener('click', runCode);
   updateButtons();
 
   fetch('vendor/versions.json').then((r) => r.json()).then((v) => {
-    $('#versions').textContent = `asyncnd (WebAssembly, SIMD128, pthreads) · libraries bundled locally: ${Object.entries(v).map(([k, x]) => `${k} ${x}`).join(', ')}`;
+    const list = Object.entries(v).map(([k, x]) => `${k} ${x}`).join(', ');
+    bind($('#versions'), () => t('footer.versions', { list }));
   }).catch(() => {});
 
   if (!window.crossOriginIsolated || typeof SharedArrayBuffer === 'undefined') {
     const b = $('#isolation');
     b.hidden = false;
-    b.innerHTML = '<strong>Threads are not available here.</strong> This page is not cross-origin isolated, so the browser ' +
-      'withholds <code>SharedArrayBuffer</code>, which WebAssembly threads need, and the engine cannot start. ' +
-      'Serve the playground with <code>make playground</code> (it sends the <code>Cross-Origin-Opener-Policy: same-origin</code> and ' +
-      '<code>Cross-Origin-Embedder-Policy: require-corp</code> headers) and open <code>http://127.0.0.1:8080/</code>, not a file:// URL; ' +
-      'another server must send the same two headers.';
-    setStatus('error', 'threads unavailable: the page is not cross-origin isolated');
+    bind(b, () => html('banner.notIsolatedHtml'), 'html');
+    setStatus('error', () => t('status.notIsolated'));
     document.querySelectorAll('button.run').forEach((x) => { x.dataset.unavailable = 'true'; x.disabled = true; });
     $('#reload').disabled = true;
     return;

@@ -1,8 +1,9 @@
 // experiments.js: the chapter's experiments E1-E7, run inside the playground's Web Worker
 // (worker.js loads this file with importScripts). Each experiment takes the loaded API `nd` and
-// a context { params, progress(fraction, text), profile(fn) } and returns plain figures (seconds,
-// bytes, counts) that the page draws; nothing here is a made-up number. They follow
-// examples/node/chapter.mjs, the Node.js version, with the page's parameters.
+// a context { params, progress(fraction, key, params), profile(fn) } and returns plain figures
+// (seconds, bytes, counts) that the page draws; nothing here is a made-up number. A progress
+// `key` is a key of the page's dictionaries (i18n/), written in the reader's language there. They
+// follow examples/node/chapter.mjs, the Node.js version, with the page's parameters.
 'use strict';
 
 (function (global) {
@@ -27,7 +28,7 @@
   // E1: ten random n x n matrices, each used in a product: synchronous vs the engine.
   function e1(nd, ctx) {
     const n = ctx.params.n || 1000, iters = ctx.params.iters || 10;
-    ctx.progress(0, 'warm-up');
+    ctx.progress(0, 'progress.warmup');
     nd.tidy(() => nd.dot(nd.random.normal([n, n]), nd.random.normal([n, n])).waitToRead());
 
     let t0 = now();
@@ -37,11 +38,11 @@
         a.waitToRead();
         nd.dot(a, a).waitToRead();
       });
-      ctx.progress((i + 1) / (2 * iters), `synchronous ${i + 1}/${iters}`);
+      ctx.progress((i + 1) / (2 * iters), 'progress.syncStep', { i: i + 1, n: iters });
     }
     const syncS = now() - t0;
 
-    ctx.progress(0.5, 'engine: queueing');
+    ctx.progress(0.5, 'progress.queueing');
     let returnedS, finishedS;
     ctx.profile(() => {
       t0 = now();
@@ -58,7 +59,7 @@
   // E2: z = x * y + 2, recorded by the profiler: which op read and wrote which variable.
   function e2(nd, ctx) {
     let text;
-    ctx.progress(0, 'running z = x * y + 2');
+    ctx.progress(0, 'progress.e2');
     ctx.profile(() => {
       const x = nd.ones([1, 2]), y = nd.ones([1, 2]);
       const z = nd.tidy(() => x.mul(y).add(2));
@@ -74,7 +75,7 @@
     const n = ctx.params.n || 2000;
     const x = nd.random.uniform([n, n]);
     try {
-      ctx.progress(0, 'warm-up');
+      ctx.progress(0, 'progress.warmup');
       nd.tidy(() => nd.dot(x, x).waitToRead());
       const r = { n };
       ctx.profile(() => {
@@ -84,16 +85,16 @@
         r.sum = s.toString();
         r.printedS = now() - t0;
         s.delete();
-        ctx.progress(0.25, 'waitToRead');
+        ctx.progress(0.25, 'progress.calling', { call: 'waitToRead()' });
         t0 = now();
         nd.tidy(() => nd.dot(x, x).waitToRead());
         r.waitToReadS = now() - t0;
-        ctx.progress(0.5, 'waitAll');
+        ctx.progress(0.5, 'progress.calling', { call: 'waitAll()' });
         t0 = now();
         nd.tidy(() => { nd.dot(x, x); });
         nd.waitAll();
         r.waitAllS = now() - t0;
-        ctx.progress(0.75, 'two dots, waitAll');
+        ctx.progress(0.75, 'progress.twoDots');
         t0 = now();
         nd.tidy(() => { nd.dot(x, x); nd.dot(x, x); });
         nd.waitAll();
@@ -111,7 +112,7 @@
     const n = ctx.params.n || 2000;
     const x = nd.random.uniform([n, n]);
     try {
-      ctx.progress(0, 'warm-up');
+      ctx.progress(0, 'progress.warmup');
       nd.tidy(() => nd.dot(x, x).waitToRead());
       const r = { n };
       ctx.startProfile();
@@ -119,15 +120,15 @@
       const host = nd.tidy(() => nd.dot(x, x).dataSync());
       r.dataSyncS = now() - t0;
       r.values = host.length;
-      ctx.progress(0.25, 'item()');
+      ctx.progress(0.25, 'progress.calling', { call: 'item()' });
       t0 = now();
       r.norm = nd.tidy(() => nd.dot(x, x).norm().item());
       r.itemS = now() - t0;
-      ctx.progress(0.5, 'toString()');
+      ctx.progress(0.5, 'progress.calling', { call: 'toString()' });
       t0 = now();
       r.text = nd.tidy(() => nd.dot(x, x).sum().toString());
       r.toStringS = now() - t0;
-      ctx.progress(0.75, 'await data()');
+      ctx.progress(0.75, 'progress.calling', { call: 'await data()' });
       t0 = now();
       const y = nd.dot(x, x);
       const p = y.data();
@@ -154,7 +155,7 @@
     const N = ctx.params.N || 10000;
     const x = nd.ones([1, 2]);
     try {
-      ctx.progress(0, 'warm-up');
+      ctx.progress(0, 'progress.warmup');
       for (let i = 0; i < 1000; ++i) x.add(1).delete();
       nd.waitAll();
 
@@ -164,11 +165,11 @@
         const y = x.add(1);
         y.waitToRead();
         y.delete();
-        if (i % step === step - 1) ctx.progress(0.33 * (i + 1) / N, 'synchronous');
+        if (i % step === step - 1) ctx.progress(0.33 * (i + 1) / N, 'progress.synchronous');
       }
       const syncS = now() - t0;
 
-      ctx.progress(0.33, 'asynchronous');
+      ctx.progress(0.33, 'progress.asynchronous');
       t0 = now();
       for (let i = 0; i < N; ++i) x.add(1).delete();
       const pushS = now() - t0;
@@ -183,11 +184,11 @@
         t1Total += now() - a;
         y.waitToRead();
         y.delete();
-        if (i % step === step - 1) ctx.progress(0.4 + 0.5 * (i + 1) / N, 'timing pushes (t1)');
+        if (i % step === step - 1) ctx.progress(0.4 + 0.5 * (i + 1) / N, 'progress.timingPushes');
       }
       // t2: how long a worker ran each op, from the profiler (a sample of 1000 ops).
       const profiled = Math.min(1000, N);
-      ctx.progress(0.9, 'profiling (t2)');
+      ctx.progress(0.9, 'progress.profiling');
       let events = [];
       ctx.profile(() => {
         for (let i = 0; i < profiled; ++i) x.add(1).delete();
@@ -299,7 +300,8 @@
           batchesDone = b + 1;
           batchEnds.push(now() - t0);
           sample();
-          ctx.progress((mi + (b + 1) / batches) / modes.length, `${mode.label}: batch ${b + 1}/${batches}`);
+          ctx.progress((mi + (b + 1) / batches) / modes.length, 'progress.batch',
+                       { mode: mode.key, boundBytes, i: b + 1, n: batches });
         }
       } catch (e) {
         error = e.message;
@@ -340,7 +342,7 @@
     const n = ctx.params.n || 1500;
     const x = nd.random.uniform([n, n]);
     try {
-      ctx.progress(0, 'warm-up');
+      ctx.progress(0, 'progress.warmup');
       nd.tidy(() => nd.dot(x, x).waitToRead());
       let t0 = now();
       nd.tidy(() => nd.dot(x, x).waitToRead());
@@ -355,11 +357,11 @@
       jsWork(1e6);
       const perIter = Math.max(1e-10, (now() - t0) / 1e6);
       const iters = Math.max(1e5, Math.round(dotS / perIter));
-      ctx.progress(0.3, 'JavaScript alone');
+      ctx.progress(0.3, 'progress.jsAlone');
       t0 = now();
       jsWork(iters);
       const jsS = now() - t0;
-      ctx.progress(0.6, 'both at once');
+      ctx.progress(0.6, 'progress.bothAtOnce');
       let pushS, overlapS;
       ctx.profile(() => {
         t0 = now();

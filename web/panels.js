@@ -1,20 +1,45 @@
-// panels.js: what each experiment panel says and shows. `render` turns the figures measured in the
-// Worker (experiments.js) into a table, a chart and text; nothing here invents a number.
+// panels.js: what each experiment panel says and shows. `render(result, message, tr)` turns the
+// figures measured in the Worker (experiments.js) into a table, a chart and text in the language
+// of the translator `tr` (i18n/index.js: tr.t, tr.html, tr.fmt); nothing here invents a number.
+// Titles, explanations and parameter labels are dictionary keys, looked up by the page.
 /* global Chart */
 import { e2Names } from './graph.js';
 
 const C = { sync: '#94a3b8', engine: '#4f46e5', wait: '#0ea5e9', warn: '#f59e0b', ok: '#10b981' };
 
-function lineChart(canvas, series) {
-  const colors = { sync: '#0ea5e9', none: '#ef4444', bound: '#10b981' };
+// E6's training modes (experiments.js, `modes`): the dictionary key of each one's name and its
+// colour in the memory chart. A new mode needs a line here and its key in every i18n/ dictionary.
+const E6_MODES = {
+  sync: { label: 'E6.mode.sync', color: '#0ea5e9' },
+  none: { label: 'E6.mode.none', color: '#ef4444' },
+  bound: { label: 'E6.mode.bound', color: '#10b981' },
+  default: { label: 'E6.mode.default', color: '#f59e0b' },
+};
+// A mode's name in the current language; boundBytes: the engine bound the 'bound' mode ran with.
+// A mode this table does not know yet keeps the name experiments.js gave it.
+function e6ModeLabel(key, boundBytes, tr, fallback = key) {
+  const m = E6_MODES[key];
+  return m ? tr.t(m.label, { size: tr.fmt(boundBytes, 'MB') }) : tr.raw(fallback);
+}
+
+// The progress line the Worker reports: a dictionary key and its parameters (E6 names its mode
+// by key; numbers are formatted for the language by tr.t).
+export function progressText(key, params = {}, tr) {
+  if (!key) return '';
+  const p = { ...params };
+  if (p.mode !== undefined) p.mode = e6ModeLabel(p.mode, p.boundBytes, tr);
+  return tr.t(key, p);
+}
+
+function lineChart(canvas, series, boundBytes, tr) {
   return new Chart(canvas, {
     type: 'line',
     data: {
       datasets: series.map((s) => ({
-        label: s.label,
+        label: e6ModeLabel(s.key, boundBytes, tr, s.label),
         data: s.samples.map((p) => ({ x: p.t * 1e3, y: p.bytes / 1e6 })),
-        borderColor: colors[s.key],
-        backgroundColor: colors[s.key],
+        borderColor: E6_MODES[s.key]?.color || '#64748b',
+        backgroundColor: E6_MODES[s.key]?.color || '#64748b',
         pointRadius: 0,
         borderWidth: 2,
         tension: 0.1,
@@ -27,90 +52,86 @@ function lineChart(canvas, series) {
       parsing: false,
       plugins: { legend: { position: 'bottom' } },
       scales: {
-        x: { type: 'linear', title: { display: true, text: 'milliseconds since the first batch' } },
-        y: { beginAtZero: true, title: { display: true, text: 'MB in use above the start' } },
+        x: { type: 'linear', title: { display: true, text: tr.t('E6.axis.x') } },
+        y: { beginAtZero: true, title: { display: true, text: tr.t('E6.axis.y') } },
       },
     },
   });
 }
 
+// Microseconds per step, from seconds for N steps.
+const perStep = (seconds, N, tr) => tr.fmt(seconds / N, 'us');
+
 export const PANELS = [
   {
     key: 'E1',
-    title: 'Queueing is not computing',
-    explain: 'Ten random 1000×1000 matrices, each used in a matrix product. The <b>synchronous</b> run waits for every ' +
-      'result before going on, as NumPy does. The <b>engine</b> run only queues the work: its loop returns almost at ' +
-      'once, and the real cost shows up when <code>nd.waitAll()</code> waits for the workers to finish.',
-    params: [{ key: 'n', label: 'size', value: 1000, min: 100, max: 2000, step: 100 },
-             { key: 'iters', label: 'repeats', value: 10, min: 1, max: 20 }],
-    render: (r) => ({
+    title: 'E1.title',
+    explain: 'E1.explainHtml',
+    params: [{ key: 'n', label: 'param.size', value: 1000, min: 100, max: 2000, step: 100 },
+             { key: 'iters', label: 'param.repeats', value: 10, min: 1, max: 20 }],
+    render: (r, m, { t }) => ({
       figures: [
-        { key: 'syncS', label: 'synchronous (wait after every op)', value: r.syncS, unit: 's' },
-        { key: 'returnedS', label: 'engine: the loop returned after', value: r.returnedS, unit: 's', note: 'only queued' },
-        { key: 'finishedS', label: 'engine: waitAll returned after', value: r.finishedS, unit: 's', note: 'the real cost' },
+        { key: 'syncS', label: t('E1.fig.sync'), value: r.syncS, unit: 's' },
+        { key: 'returnedS', label: t('E1.fig.returned'), value: r.returnedS, unit: 's', note: t('E1.note.returned') },
+        { key: 'finishedS', label: t('E1.fig.finished'), value: r.finishedS, unit: 's', note: t('E1.note.finished') },
       ],
       chart: { bars: [
-        { label: 'synchronous', value: r.syncS, color: C.sync },
-        { label: 'engine: loop returned', value: r.returnedS, color: C.engine },
-        { label: 'engine: after waitAll', value: r.finishedS, color: C.wait },
+        { label: t('E1.bar.sync'), value: r.syncS, color: C.sync },
+        { label: t('E1.bar.returned'), value: r.returnedS, color: C.engine },
+        { label: t('E1.bar.finished'), value: r.finishedS, color: C.wait },
       ] },
-      text: `The engine’s loop makes two ${r.n}×${r.n} matrices per step, the synchronous one a single one.`,
+      text: t('E1.text', { n: String(r.n) }),
     }),
   },
   {
     key: 'E2',
-    title: 'The dependency graph of z = x * y + 2',
-    explain: 'The engine records, for every op, which arrays it reads and which it writes. From those records alone, ' +
-      'taken by the profiler during a real run, this graph is drawn: <code>mul</code> must wait for both <code>ones</code>, ' +
-      '<code>add</code> for <code>mul</code>; the two <code>ones</code> depend on nothing and may run at the same time.',
-    render: (r, m) => ({
+    title: 'E2.title',
+    explain: 'E2.explainHtml',
+    render: (r, m, { t, html }) => ({
       figures: [
-        { key: 'ops', label: 'ops recorded', value: m.events.length, unit: '' },
-        { key: 'vars', label: 'arrays read or written', value: new Set(m.events.flatMap((e) => [...e.reads, ...e.writes])).size, unit: '' },
+        { key: 'ops', label: t('E2.fig.ops'), value: m.events.length, unit: '' },
+        { key: 'vars', label: t('E2.fig.vars'), value: new Set(m.events.flatMap((e) => [...e.reads, ...e.writes])).size, unit: '' },
       ],
       graph: { names: e2Names([...m.events].sort((a, b) => a.push - b.push)) },
-      text: `z = <code>${escapeHtml(r.z)}</code>`,
+      html: html('E2.resultHtml', { z: r.z }),
     }),
   },
   {
     key: 'E3',
-    title: 'Barriers',
-    explain: 'Two ways to wait: <code>y.waitToRead()</code> waits for the ops that write <code>y</code>; ' +
-      '<code>nd.waitAll()</code> waits for everything queued. With one product queued they take about the same; with two, ' +
-      '<code>waitAll</code> waits for both. Printing a result is a wait too.',
-    params: [{ key: 'n', label: 'size', value: 2000, min: 200, max: 3000, step: 100 }],
-    render: (r) => ({
+    title: 'E3.title',
+    explain: 'E3.explainHtml',
+    params: [{ key: 'n', label: 'param.size', value: 2000, min: 200, max: 3000, step: 100 }],
+    render: (r, m, { t, html }) => ({
       figures: [
-        { key: 'queuedS', label: 'dot(x, x).sum() queued after', value: r.queuedS, unit: 's' },
-        { key: 'printedS', label: 'printing the sum finished after', value: r.printedS, unit: 's' },
-        { key: 'waitToReadS', label: 'one dot + y.waitToRead()', value: r.waitToReadS, unit: 's' },
-        { key: 'waitAllS', label: 'one dot + nd.waitAll()', value: r.waitAllS, unit: 's' },
-        { key: 'waitAll2S', label: 'two dots + nd.waitAll()', value: r.waitAll2S, unit: 's' },
+        { key: 'queuedS', label: t('E3.fig.queued'), value: r.queuedS, unit: 's' },
+        { key: 'printedS', label: t('E3.fig.printed'), value: r.printedS, unit: 's' },
+        { key: 'waitToReadS', label: t('E3.fig.waitToRead'), value: r.waitToReadS, unit: 's' },
+        { key: 'waitAllS', label: t('E3.fig.waitAll'), value: r.waitAllS, unit: 's' },
+        { key: 'waitAll2S', label: t('E3.fig.waitAll2'), value: r.waitAll2S, unit: 's' },
       ],
       chart: { bars: [
-        { label: 'one dot + waitToRead', value: r.waitToReadS, color: C.engine },
-        { label: 'one dot + waitAll', value: r.waitAllS, color: C.wait },
-        { label: 'two dots + waitAll', value: r.waitAll2S, color: C.sync },
+        { label: t('E3.bar.waitToRead'), value: r.waitToReadS, color: C.engine },
+        { label: t('E3.bar.waitAll'), value: r.waitAllS, color: C.wait },
+        { label: t('E3.bar.waitAll2'), value: r.waitAll2S, color: C.sync },
       ] },
-      text: `Products of ${r.n}×${r.n} matrices. sum = <code>${escapeHtml(r.sum)}</code>`,
+      html: html('E3.textHtml', { n: String(r.n), sum: r.sum }),
     }),
   },
   {
     key: 'E4',
-    title: 'Implicit blockers',
-    explain: 'Anything that needs the values must wait for them: copying to a host array (<code>dataSync</code>), ' +
-      'a scalar (<code>item</code>), text (<code>toString</code>). Each one below costs a full product. ' +
-      'The JavaScript way, <code>await y.data()</code>, waits without blocking: a 1 ms timer keeps firing meanwhile.',
-    params: [{ key: 'n', label: 'size', value: 2000, min: 200, max: 3000, step: 100 }],
-    render: (r) => ({
+    title: 'E4.title',
+    explain: 'E4.explainHtml',
+    params: [{ key: 'n', label: 'param.size', value: 2000, min: 200, max: 3000, step: 100 }],
+    render: (r, m, { t, fmt }) => ({
       figures: [
-        { key: 'dataSyncS', label: 'dot + dataSync()', value: r.dataSyncS, unit: 's', note: `${r.values} values copied out` },
-        { key: 'itemS', label: 'dot + norm().item()', value: r.itemS, unit: 's', note: `norm = ${r.norm.toPrecision(6)}` },
-        { key: 'toStringS', label: 'dot + sum().toString()', value: r.toStringS, unit: 's' },
-        { key: 'awaitDataS', label: 'dot + await data()', value: r.awaitDataS, unit: 's' },
-        { key: 'dataReturnedS', label: 'data() returned its promise after', value: r.dataReturnedS, unit: 's' },
-        { key: 'ticks', label: 'a 1 ms timer fired while awaiting', value: r.ticks, unit: '', note: 'times: the thread was free' },
+        { key: 'dataSyncS', label: t('E4.fig.dataSync'), value: r.dataSyncS, unit: 's', note: t('E4.note.values', { count: r.values }) },
+        { key: 'itemS', label: t('E4.fig.item'), value: r.itemS, unit: 's', note: t('E4.note.norm', { norm: fmt(r.norm, '') }) },
+        { key: 'toStringS', label: t('E4.fig.toString'), value: r.toStringS, unit: 's' },
+        { key: 'awaitDataS', label: t('E4.fig.awaitData'), value: r.awaitDataS, unit: 's' },
+        { key: 'dataReturnedS', label: t('E4.fig.dataReturned'), value: r.dataReturnedS, unit: 's' },
+        { key: 'ticks', label: t('E4.fig.ticks'), value: r.ticks, unit: '', note: t('E4.note.ticks') },
       ],
+      // The API's own names, the same in every language.
       chart: { bars: [
         { label: 'dataSync()', value: r.dataSyncS, color: C.engine },
         { label: 'item()', value: r.itemS, color: C.engine },
@@ -121,55 +142,49 @@ export const PANELS = [
   },
   {
     key: 'E5',
-    title: 'Ten thousand small ops: t1, t2, t3',
-    explain: 'Ten thousand <code>y = x + 1</code> on a 1×2 array, waiting after each one vs once at the end. The chapter splits ' +
-      'a step in three: <b>t1</b> the frontend pushes the op, <b>t2</b> a worker computes it, <b>t3</b> the result is handed back. ' +
-      'Waiting each time costs N (t1 + t2 + t3); waiting once lets pushing and computing overlap.',
-    params: [{ key: 'N', label: 'ops', value: 10000, min: 1000, max: 50000, step: 1000 }],
-    render: (r) => ({
-      figures: [
-        { key: 'syncS', label: 'synchronous (waitToRead each time)', value: r.syncS, unit: 's', note: `${fmt1(r.syncS / r.N * 1e6)} µs per step` },
-        { key: 'asyncS', label: 'asynchronous (waitAll once)', value: r.asyncS, unit: 's', note: `${fmt1(r.asyncS / r.N * 1e6)} µs per step` },
-        { key: 'speedup', label: 'speed-up', value: r.speedup, unit: 'x' },
-        { key: 'pushS', label: 'pushing alone, in the asynchronous loop', value: r.pushS, unit: 's', note: `${fmt1(r.pushS / r.N * 1e6)} µs per push and delete` },
-        { key: 't1', label: 't1: push (frontend)', value: r.t1, unit: 'us', note: 'timed around each push' },
-        { key: 't2', label: 't2: compute (worker)', value: r.t2, unit: 'us', note: `mean of ${r.t2Samples} profiled ops (the clock ticks every ${r.clockUs.toFixed(1)} µs)` },
-        { key: 't3', label: 't3: return to JavaScript', value: r.t3, unit: 'us', note: 'synchronous step − t1 − t2' },
-        { key: 'modelAsyncS', label: 'model for the asynchronous loop', value: r.modelAsyncS, unit: 's', note: 'max(t1 + N t2 + t3, N t1 + t2 + t3)' },
-      ],
-      chart: { bars: [
-        { label: 'wait after each op', value: r.syncS, color: C.sync },
-        { label: 'wait once', value: r.asyncS, color: C.engine },
-      ] },
-      text: r.t1 > r.t2
-        ? 'Here t1 > t2: JavaScript pushes more slowly than a worker computes, so the asynchronous loop goes at the pace of the pushes.'
-        : 'Here t2 ≥ t1: the workers are the bottleneck, and the asynchronous loop costs about N t2.',
-    }),
+    title: 'E5.title',
+    explain: 'E5.explainHtml',
+    params: [{ key: 'N', label: 'param.ops', value: 10000, min: 1000, max: 50000, step: 1000 }],
+    render: (r, m, tr) => {
+      const { t, fmt } = tr;
+      return {
+        figures: [
+          { key: 'syncS', label: t('E5.fig.sync'), value: r.syncS, unit: 's', note: t('E5.note.perStep', { time: perStep(r.syncS, r.N, tr) }) },
+          { key: 'asyncS', label: t('E5.fig.async'), value: r.asyncS, unit: 's', note: t('E5.note.perStep', { time: perStep(r.asyncS, r.N, tr) }) },
+          { key: 'speedup', label: t('E5.fig.speedup'), value: r.speedup, unit: 'x' },
+          { key: 'pushS', label: t('E5.fig.push'), value: r.pushS, unit: 's', note: t('E5.note.perPush', { time: perStep(r.pushS, r.N, tr) }) },
+          { key: 't1', label: t('E5.fig.t1'), value: r.t1, unit: 'us', note: t('E5.note.t1') },
+          { key: 't2', label: t('E5.fig.t2'), value: r.t2, unit: 'us',
+            note: t('E5.note.t2', { count: r.t2Samples, tick: fmt(r.clockUs * 1e-6, 'us') }) },
+          { key: 't3', label: t('E5.fig.t3'), value: r.t3, unit: 'us', note: t('E5.note.t3') },
+          { key: 'modelAsyncS', label: t('E5.fig.model'), value: r.modelAsyncS, unit: 's', note: t('E5.note.model') },
+        ],
+        chart: { bars: [
+          { label: t('E5.bar.each'), value: r.syncS, color: C.sync },
+          { label: t('E5.bar.once'), value: r.asyncS, color: C.engine },
+        ] },
+        text: r.t1 > r.t2 ? t('E5.text.pushBound') : t('E5.text.workerBound'),
+      };
+    },
   },
   {
     key: 'E6',
-    title: 'Memory: do not overfill the queue',
+    title: 'E6.title',
+    explain: 'E6.explainHtml',
     wide: true,
-    explain: 'The chapter trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
-      'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
-      '(the frontend races ahead and every queued batch holds its memory: past about 33 batches the module’s 2 GiB run out); ' +
-      'with none but a small backpressure bound, which makes a push wait instead; and with none on the default engine, whose ' +
-      'byte bound (a quarter of the module’s heap, 512 MiB) lets the frontend run ahead, then waits. ' +
-      'The chart samples the engine’s bytes in use over time.',
-    params: [{ key: 'batches', label: 'batches', value: 20, min: 2, max: 100 },
-             { key: 'boundMB', label: 'bound MB', value: 25.2, min: 1, max: 1024, step: 0.1 }],
-    unavailable: (s) => (s.hasNN ? null :
-      '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
-      'JavaScript API, which this build of the WebAssembly package does not have (rebuild it: make wasm). ' +
-      'The panel shows no figures rather than made-up ones; it runs as soon as the module provides them.'),
-    render: (r) => {
+    params: [{ key: 'batches', label: 'param.batches', value: 20, min: 2, max: 100 },
+             { key: 'boundMB', label: 'param.boundMB', value: 25.2, min: 1, max: 1024, step: 0.1 }],
+    unavailable: (s) => (s.hasNN ? null : 'E6.unavailableHtml'),
+    render: (r, m, tr) => {
+      const { t, fmt } = tr;
       const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
+      const mode = (s) => e6ModeLabel(s.key, r.boundBytes, tr, s.label);
       return {
         matrix: {
-          columns: ['peak memory increase', 'the loop returned after', 'time per batch', 'batches done',
-                    'byte bound', 'pushes waited'],
+          columns: [t('E6.col.peak'), t('E6.col.returned'), t('E6.col.perBatch'), t('E6.col.batchesDone'),
+                    t('E6.col.bound'), t('E6.col.pushWaits')],
           rows: r.series.map((s) => ({
-            label: s.label,
+            label: mode(s),
             cells: [{ key: `${s.key}.peakBytes`, value: s.peakBytes, unit: 'MB' },
                     { key: `${s.key}.pushedS`, value: s.pushedS, unit: 's' },
                     { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' },
@@ -178,46 +193,38 @@ export const PANELS = [
                     { key: `${s.key}.pushWaits`, value: s.pushWaits, unit: '' }],
           })),
         },
-        chart: { height: 300, make: (canvas) => lineChart(canvas, r.series) },
-        text: (by.none && by.sync
-          ? `Without a read the queue held up to ${(by.none.peakBytes / 1e6).toFixed(0)} MB more; with one, ${(by.sync.peakBytes / 1e6).toFixed(0)} MB.`
-          : '') + (by.default
-          ? ` The default engine held at most ${(by.default.peakBytes / 1e6).toFixed(0)} MB more (its bound: ${(by.default.boundBytes / 1e6).toFixed(0)} MB, from the ${by.default.boundSource}), and ${by.default.pushWaits} pushes waited on it.`
-          : '') + r.series.filter((s) => s.error).map((s) =>
-          ` “${s.label}” stopped after ${s.batchesDone} of ${r.batches} batches: ${s.error.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])}.`).join(''),
+        chart: { height: 300, make: (canvas) => lineChart(canvas, r.series, r.boundBytes, tr) },
+        text: tr.sentences(
+          by.none && by.sync && t('E6.text.peaks', { none: fmt(by.none.peakBytes, 'MB'), sync: fmt(by.sync.peakBytes, 'MB') }),
+          // boundSource is the engine's own name for where its bound came from (e.g. 'wasm heap'), as it is.
+          by.default && t('E6.text.default', { peak: fmt(by.default.peakBytes, 'MB'), bound: fmt(by.default.boundBytes, 'MB'),
+                                               source: String(by.default.boundSource), count: by.default.pushWaits }),
+          // The error is the engine's own message (an allocation that failed), as it is.
+          ...r.series.filter((s) => s.error).map((s) =>
+            t('E6.text.stopped', { mode: mode(s), done: s.batchesDone, total: r.batches, error: s.error }))),
       };
     },
   },
   {
     key: 'E7',
-    title: 'No GPU here: asynchrony on the CPU',
-    explain: 'WebAssembly has no GPU, so the chapter’s CPU-vs-GPU comparison cannot run in a browser. Its exercise can: ' +
-      '<i>on the CPU, can you still observe asynchrony?</i> The engine’s workers compute a product while this thread does ' +
-      'its own JavaScript work of about the same length. If the two overlap, doing both takes about the longer of the two, ' +
-      'not their sum.',
-    params: [{ key: 'n', label: 'size', value: 1500, min: 200, max: 3000, step: 100 }],
-    render: (r) => ({
+    title: 'E7.title',
+    explain: 'E7.explainHtml',
+    params: [{ key: 'n', label: 'param.size', value: 1500, min: 200, max: 3000, step: 100 }],
+    render: (r, m, { t, sentences }) => ({
       figures: [
-        { key: 'dotS', label: 'the product alone', value: r.dotS, unit: 's' },
-        { key: 'jsS', label: 'the JavaScript work alone', value: r.jsS, unit: 's' },
-        { key: 'serialS', label: 'one after the other (sum)', value: r.serialS, unit: 's' },
-        { key: 'overlapS', label: 'both at once (push, JS work, wait)', value: r.overlapS, unit: 's' },
-        { key: 'pushS', label: 'the push returned after', value: r.pushS, unit: 's' },
+        { key: 'dotS', label: t('E7.fig.dot'), value: r.dotS, unit: 's' },
+        { key: 'jsS', label: t('E7.fig.js'), value: r.jsS, unit: 's' },
+        { key: 'serialS', label: t('E7.fig.serial'), value: r.serialS, unit: 's' },
+        { key: 'overlapS', label: t('E7.fig.overlap'), value: r.overlapS, unit: 's' },
+        { key: 'pushS', label: t('E7.fig.push'), value: r.pushS, unit: 's' },
       ],
       chart: { bars: [
-        { label: 'product alone', value: r.dotS, color: C.engine },
-        { label: 'JavaScript alone', value: r.jsS, color: C.warn },
-        { label: 'one after the other', value: r.serialS, color: C.sync },
-        { label: 'both at once', value: r.overlapS, color: C.ok },
+        { label: t('E7.bar.dot'), value: r.dotS, color: C.engine },
+        { label: t('E7.bar.js'), value: r.jsS, color: C.warn },
+        { label: t('E7.bar.serial'), value: r.serialS, color: C.sync },
+        { label: t('E7.bar.overlap'), value: r.overlapS, color: C.ok },
       ] },
-      text: `GPU: ${escapeHtml(r.gpu)}. ${r.overlapS < 0.8 * r.serialS
-        ? 'Both at once took clearly less than the sum: the CPU engine is asynchronous too.'
-        : 'Both at once took about the sum here: the engine’s threads and this one compete for the same cores. Try one worker thread (top right) on a two-core machine.'}`,
+      text: sentences(t('E7.text.gpu'), r.overlapS < 0.8 * r.serialS ? t('E7.text.overlap') : t('E7.text.noOverlap')),
     }),
   },
 ];
-
-function fmt1(x) { return x.toFixed(2); }
-function escapeHtml(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-}

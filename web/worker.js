@@ -4,9 +4,12 @@
 // blocks: every blocking wait (waitToRead, waitAll, dataSync...) happens on this thread.
 // Messages in:  {type:'init', threads, bound} · {type:'run', id, exp, params, bound}
 //               {type:'code', id, src, bound}
-// Messages out: {type:'ready', ...} · {type:'progress', id, fraction, text} ·
-//               {type:'log', id, level, text} · {type:'done', id, result, events, eventsTotal, stats}
-//               {type:'failed', id, message, line} · {type:'fatal', message}
+// Messages out: {type:'ready', ...} · {type:'progress', id, fraction, key, params} ·
+//               {type:'log', id, level, text | key, params} ·
+//               {type:'done', id, result, events, eventsTotal, stats} ·
+//               {type:'failed', id, message | key, params, thrown, line} · {type:'fatal', message | key}
+// A `key` names a text of the page's dictionaries (i18n/): the page writes it in the reader's
+// language. A `message` is an Error's own text (the engine's, the user's code's), shown as it is.
 'use strict';
 
 const MAX_EVENTS = 6000;  // events sent for one run's timeline (the earliest ones)
@@ -39,12 +42,12 @@ function makeContext(id, params, bound) {
     bound,
     events,
     total: () => total,
-    progress(fraction, text) {
+    progress(fraction, key, params = {}) {
       // Throttled: a tight loop must not flood the page with messages.
       const t = performance.now();
       if (fraction < 1 && t - last < 50) return;
       last = t;
-      post({ type: 'progress', id, fraction, text });
+      post({ type: 'progress', id, fraction, key, params });
     },
     startProfile() { nd.profiler.start(); },
     stopProfile(cb) {
@@ -82,9 +85,10 @@ function errorLine(e) {
   return m ? Number(m[1]) - 2 : null;
 }
 
+// An Error's text; `thrown` tells the page when what was thrown is not an Error at all.
 function describe(e) {
-  if (e instanceof Error) return `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}`;
-  return `thrown: ${String(e)}`;
+  if (e instanceof Error) return { message: `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}`, thrown: false };
+  return { message: String(e), thrown: true };
 }
 
 // Turns console arguments into text, as a terminal would show them.
@@ -122,7 +126,7 @@ async function runCode(id, src, bound) {
   try {
     fn = new AsyncFunction('nd', 'console', 'sleep', `${src}\n//# sourceURL=${CELL_URL}`);
   } catch (e) {
-    post({ type: 'failed', id, message: describe(e), line: null, events: [], eventsTotal: 0 });
+    post({ type: 'failed', id, ...describe(e), line: null, events: [], eventsTotal: 0 });
     return;
   }
   const before = nd.engine.stats();
@@ -142,36 +146,39 @@ async function runCode(id, src, bound) {
   ctx.stopProfile();
   setBound(bound);
   if (error) {
-    post({ type: 'failed', id, message: describe(error), line: errorLine(error),
+    post({ type: 'failed', id, ...describe(error), line: errorLine(error),
            events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
     return;
   }
-  let shown;
+  let shown, valueError;
   try {
     shown = value === undefined ? undefined : format(value);
   } catch (e) {
-    shown = `(cannot show the result: ${describe(e)})`;
+    valueError = describe(e).message;
   }
   const after = nd.engine.stats();
-  post({ type: 'done', id, result: { value: shown, opsPushed: after.pushed - before.pushed },
+  post({ type: 'done', id, result: { value: shown, valueError, opsPushed: after.pushed - before.pushed },
          events: ctx.events, eventsTotal: ctx.total(), stats: after });
 }
 
 async function runExperiment(id, exp, params, bound) {
   const f = self.EXPERIMENTS[exp];
-  if (!f) throw new Error(`no experiment named ${exp}`);
+  if (!f) {
+    post({ type: 'failed', id, key: 'error.noExperiment', params: { name: String(exp) }, line: null });
+    return;
+  }
   setBound(bound);
   const ctx = makeContext(id, params, bound);
   const t0 = performance.now();
   try {
     const result = await f(nd, ctx);
-    ctx.progress(1, 'done');
+    ctx.progress(1, 'progress.done');
     post({ type: 'done', id, result, wallS: (performance.now() - t0) / 1000,
            events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
   } catch (e) {
     try { nd.profiler.stop(); } catch { /* not recording */ }
     try { nd.waitAll(); } catch { /* the failure is reported below */ }
-    post({ type: 'failed', id, message: describe(e), line: null, events: ctx.events,
+    post({ type: 'failed', id, ...describe(e), line: null, events: ctx.events,
            eventsTotal: ctx.total() });
   } finally {
     setBound(bound);
@@ -186,15 +193,15 @@ self.onmessage = (ev) => {
     try {
       if (m.type === 'init') {
         if (!self.crossOriginIsolated) {
-          throw new Error('this page is not cross-origin isolated: SharedArrayBuffer, and so ' +
-                          'WebAssembly threads, are unavailable');
+          post({ type: 'fatal', key: 'error.notIsolated' });
+          return;
         }
         nd = await self.asyncnd.load({ threads: m.threads, moduleUrl: MODULE_URL });
         setBound(m.bound);
         post({ type: 'ready', threads: nd.threads, backend: nd.backend,
                hasNN: self.EXPERIMENTS_HAS_NN(nd), stats: nd.engine.stats() });
       } else if (!nd) {
-        post({ type: 'failed', id: m.id, message: 'the module is not loaded', line: null });
+        post({ type: 'failed', id: m.id, key: 'error.notLoaded', line: null });
       } else if (m.type === 'run') {
         await runExperiment(m.id, m.exp, m.params, m.bound);
       } else if (m.type === 'code') {
@@ -204,8 +211,8 @@ self.onmessage = (ev) => {
         post({ type: 'bound', bound: m.bound });
       }
     } catch (e) {
-      if (m.type === 'init') post({ type: 'fatal', message: describe(e) });
-      else post({ type: 'failed', id: m.id, message: describe(e), line: null });
+      if (m.type === 'init') post({ type: 'fatal', ...describe(e) });
+      else post({ type: 'failed', id: m.id, ...describe(e), line: null });
     }
   });
 };
@@ -213,5 +220,5 @@ self.onmessage = (ev) => {
 // A promise rejection nobody handled (e.g. a forgotten `x.data()` in the code cell): show it.
 self.addEventListener('unhandledrejection', (ev) => {
   ev.preventDefault();
-  post({ type: 'log', id: null, level: 'error', text: `unhandled rejection: ${describe(ev.reason)}` });
+  post({ type: 'log', id: null, level: 'error', key: 'code.unhandled', params: { message: describe(ev.reason).message } });
 });

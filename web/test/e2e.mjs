@@ -2,14 +2,18 @@
 // playwright-core). Starts the server on a free port, loads the page, runs every experiment panel
 // and checks that its figures are numbers, that E2's graph has the ops and arrays of
 // z = x * y + 2 with the right edges, that each run's timeline has events; runs the code cell
-// with a snippet and with one that throws; fails on any console error. Screenshots go to
-// build/playground/. Run from the repository root (make test-web):  node web/test/e2e.mjs
+// with a snippet and with one that throws; fails on any console error. Then the page in each of
+// its languages: switched live (results kept and re-rendered), E2 run again, no text overflowing
+// its box, every text on the page from that language's dictionary; ?lang=, the remembered choice
+// and the browser's preference. Screenshots go to build/playground/ (<lang>-*.png per language).
+// Run from the repository root (make test-web):  node web/test/e2e.mjs
 import fs from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { startServer } from '../server.mjs';
+import { LANGUAGES, STORAGE_KEY } from '../i18n/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
@@ -40,6 +44,7 @@ const userDataDir = fs.mkdtempSync(path.join(repo, 'build', 'chromium-profile-')
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath: CHROMIUM,
   headless: true,
+  locale: 'en-US',  // the browser's preference: the page starts in English
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   viewport: { width: 1440, height: 1000 },
@@ -60,7 +65,7 @@ await page.route('**/*', (route) => {
 const figures = (key) => page.$$eval(`#panel-${key} td[data-fig]`,
   (tds) => tds.map((td) => ({ key: td.dataset.fig, value: td.dataset.value, text: td.textContent })));
 
-async function runPanel(key, params = {}, timeout = 120000) {
+async function runPanel(key, params = {}, timeout = 120000, shot = `${key}.png`) {
   for (const [k, v] of Object.entries(params)) await page.fill(`#panel-${key} input[data-param="${k}"]`, String(v));
   await page.click(`#panel-${key} button.run`);
   await page.waitForFunction((k) => {
@@ -83,7 +88,7 @@ async function runPanel(key, params = {}, timeout = 120000) {
   }, key);
   assert.equal(drawn, events, `${key}: the timeline chart draws ${drawn} bars for ${events} events`);
   const el = await page.$(`#panel-${key}`);
-  await el.screenshot({ path: path.join(SHOTS, `${key}.png`) });
+  await el.screenshot({ path: path.join(SHOTS, shot) });
   return Object.fromEntries(figs.map((f) => [f.key, Number(f.value)]));
 }
 
@@ -262,6 +267,111 @@ try {
     await page.click('#code-run');
     await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
     assert.match(await page.textContent('#code-output'), /⇒ 3/);
+  });
+
+  // Each language, switched live: the results already on the page stay and are drawn again in it.
+  await page.evaluate(() => { window.notReloaded = true; });
+  const e1Before = (await figures('E1')).map((f) => f.value);
+  for (const lang of ['fr', 'zh', 'id', 'en']) {
+    const { dict, locale } = LANGUAGES.find((l) => l.code === lang);
+    await check(`${lang}: switched live, E2 runs, nothing overflows, every text from the ${lang} dictionary`, async () => {
+      await page.selectOption('#lang', lang);
+      assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page reloaded');
+      assert.equal(await page.evaluate(() => document.documentElement.lang), locale);
+      assert.equal(await page.title(), dict['page.title']);
+      assert.equal(await page.textContent('#reload'), dict['header.reload']);
+      assert.equal(await page.getAttribute('#bound-mb', 'placeholder'), dict['header.boundDefault']);
+      assert.equal(new URL(page.url()).searchParams.get('lang'), lang);
+      assert.equal(await page.evaluate((k) => localStorage.getItem(k), STORAGE_KEY), lang);
+      // The results are kept, in this language: E1's table (same values, labels and number format
+      // of the language), E6's matrix, the timelines.
+      const e1 = await figures('E1');
+      assert.deepEqual(e1.map((f) => f.value), e1Before, 'E1 lost its results');
+      assert.equal(await page.textContent('#panel-E1 .figs th'), dict['E1.fig.sync']);
+      const decimal = new Intl.NumberFormat(locale).formatToParts(1.5).find((x) => x.type === 'decimal').value;
+      for (const f of e1) assert.ok(f.text.includes(decimal), `E1 ${f.key}: '${f.text}' is not written the ${lang} way`);
+      assert.equal(await page.textContent('#panel-E6 .figs th.col'), dict['E6.col.peak']);
+      assert.ok(await page.evaluate(() => ['E1', 'E5', 'E6', 'code'].every((k) => window.playground.timelines[k] || window.playground.charts[k])));
+      assert.equal(await page.evaluate(() => window.playground.timelines.E1.options.scales.x.title.text), dict['timeline.axis']);
+      await runPanel('E2', {}, 120000, `${lang}-E2.png`);
+      assert.equal(await page.textContent('#panel-E2 button.run'), dict['panel.runAgain']);
+      // No text wider than its box, and the page never scrolls sideways.
+      const overflow = await page.evaluate(() => {
+        const bad = [];
+        const sel = 'button, h1, h2, h3, th, td, label, select, .status, .tag, .progress-text, .panel-head, .run-row, ' +
+                    '.params, .controls, .brand, .panel, .figures, .explain, .result-text, .graph-note, .timeline-note, .banner';
+        for (const e of document.querySelectorAll(sel)) {
+          if (!e.getClientRects().length) continue;  // not displayed
+          if (e.scrollWidth > e.clientWidth + 1 || (e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).overflowY === 'hidden')) {
+            bad.push(`${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${e.className}: '${e.textContent.trim().slice(0, 40)}' ` +
+                     `${e.scrollWidth}>${e.clientWidth}`);
+          }
+        }
+        if (document.documentElement.scrollWidth > window.innerWidth) bad.push(`the page: ${document.documentElement.scrollWidth}>${window.innerWidth}`);
+        return bad;
+      });
+      assert.deepEqual(overflow, []);
+      // Every piece of text (and every title= and placeholder=) on the page is part of a string that this
+      // language's translator made: none is left over from another language or written by hand.
+      // Not checked: the code editor, what the code printed, and the engine's own messages.
+      const foreign = await page.evaluate(() => {
+        const div = document.createElement('div');
+        const pieces = [...window.playground.i18n.produced].flatMap((s) => { div.innerHTML = s; return [s, div.textContent]; });
+        const skip = '.CodeMirror, #code-output, [data-raw], script, style, textarea';
+        const bad = [];
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const text = n.textContent.trim();
+          if (text && !n.parentElement.closest(skip) && !pieces.some((p) => p.includes(text))) bad.push(text);
+        }
+        for (const e of document.querySelectorAll('[title]')) if (!pieces.includes(e.title)) bad.push(`title: ${e.title}`);
+        for (const e of document.querySelectorAll('[placeholder]')) if (!pieces.includes(e.placeholder)) bad.push(`placeholder: ${e.placeholder}`);
+        return bad;
+      });
+      assert.deepEqual(foreign, []);
+      if (lang === 'zh') {
+        // Han characters drawn with a real font (two different characters draw differently; with
+        // no CJK font both would be the same empty box), and lines far enough apart for them.
+        const glyphs = await page.evaluate(() => {
+          const draw = (ch) => {
+            const c = document.createElement('canvas');
+            c.width = c.height = 32;
+            const g = c.getContext('2d');
+            g.font = `24px ${getComputedStyle(document.body).fontFamily}`;
+            g.fillText(ch, 2, 26);
+            return c.toDataURL();
+          };
+          const style = getComputedStyle(document.querySelector('#panel-E1 .explain'));
+          return { distinct: draw('异') !== draw('步'), lineRatio: parseFloat(style.lineHeight) / parseFloat(style.fontSize) };
+        });
+        assert.ok(glyphs.distinct, 'Chinese renders as boxes: no CJK font (make setup installs fonts-wqy-microhei)');
+        assert.ok(glyphs.lineRatio >= 1.6, `Chinese line height ${glyphs.lineRatio}`);
+      }
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: path.join(SHOTS, `${lang}-top.png`) });
+      await (await page.$('header.top')).screenshot({ path: path.join(SHOTS, `${lang}-header.png`) });
+      await (await page.$('#panel-E6')).screenshot({ path: path.join(SHOTS, `${lang}-E6.png`) });
+      await (await page.$('#panel-code')).screenshot({ path: path.join(SHOTS, `${lang}-code.png`) });
+      await page.screenshot({ path: path.join(SHOTS, `${lang}-page.png`), fullPage: true });
+    });
+  }
+
+  await check('?lang= links to a language, the choice is remembered, else the browser\'s preference', async () => {
+    const p2 = await context.newPage();
+    const lang = () => p2.evaluate(() => window.playground.i18n.code);
+    await p2.goto(`${base}?lang=zh`);
+    assert.equal(await lang(), 'zh');
+    assert.equal(await p2.textContent('#reload'), LANGUAGES.find((l) => l.code === 'zh').dict['header.reload']);
+    await p2.selectOption('#lang', 'id');
+    await p2.goto(base);  // no ?lang=: the remembered choice
+    assert.equal(await lang(), 'id');
+    await p2.evaluate((k) => localStorage.removeItem(k), STORAGE_KEY);
+    await p2.addInitScript(() => Object.defineProperty(navigator, 'languages', { get: () => ['de-DE', 'fr-CA', 'en'] }));
+    await p2.goto(base);  // nothing remembered: the first of the browser's languages the page has
+    assert.equal(await lang(), 'fr');
+    assert.equal(await p2.evaluate(() => document.documentElement.lang), 'fr');
+    await p2.evaluate((k) => localStorage.removeItem(k), STORAGE_KEY);
+    await p2.close();
   });
 
   await check('the whole page (screenshot) and no console errors, nothing fetched from outside', async () => {
