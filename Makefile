@@ -10,13 +10,14 @@
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU)
+#   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU);
+#                       installs the PyTorch peer (python3-torch) first: make bench-setup
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-wasm clean fuzz
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm clean fuzz
 .PHONY: setup-web playground test-web
 
 JOBS ?= 2
@@ -105,7 +106,14 @@ test-sanitize: setup
 demo: build
 	./build/example_chapter
 
-bench: build
+# The benchmarks' own peer, PyTorch from Debian (python3-torch, about 400 MB with its libraries),
+# installed here rather than by make setup: only the benchmarks need it.
+bench-setup:
+	@dpkg -s python3-torch 2>/dev/null | grep -q '^Status: install ok installed' || { \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+
+bench: build bench-setup
 	./build/bench_native
 	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.
 	./build/bench_gpu

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -497,6 +498,39 @@ void bench_numpy(const std::string& exe_dir) {
   record("e1_numpy_s", s, "NumPy float64, median of 5 after a warm-up");
 }
 
+// The peer: PyTorch eager on the CPU (Debian's python3-torch, which `make bench` installs), E5's
+// per-step cost and E6 reading the loss each batch, with as many threads as our BLAS gets.
+void bench_torch(const std::string& exe_dir, int threads) {
+  heading("PyTorch eager (CPU), /usr/bin/python3 bench/torch_peer.py");
+  std::string script = bench_dir() + "/torch_peer.py";
+  if (!std::filesystem::exists(script)) script = exe_dir + "/../bench/torch_peer.py";
+  const std::string cmd = "/usr/bin/python3 '" + script + "' " +
+                          std::to_string(threads) + " 2>&1";
+  FILE* p = std::filesystem::exists(script) ? popen(cmd.c_str(), "r") : nullptr;
+  std::string out;
+  char buf[512];
+  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+  const int status = p ? pclose(p) : -1;
+  int found = 0;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# ", 0) == 0) std::printf("  %s\n", line.c_str() + 2);
+    char key[64];
+    double v = 0;
+    if (std::sscanf(line.c_str(), "%63s %lf", key, &v) == 2 && std::strncmp(key, "torch_", 6) == 0) {
+      record(key, v, std::string(key) == "torch_e5_step_us"
+                         ? "10000 x y = x + 1 on a [1,2] tensor, per step, median of 5"
+                         : "the chapter's MLP, 100 batches of 1024x512, loss read each batch");
+      ++found;
+    }
+  }
+  if (status != 0 || found != 2) {
+    std::fprintf(stderr, "bench_native: the PyTorch peer did not run (make bench installs "
+                         "python3-torch); torch_* omitted:\n%s\n", out.c_str());
+  }
+}
+
 // ---- machine and output ------------------------------------------------------------------
 
 std::string json_str(const std::string& s) {
@@ -685,6 +719,7 @@ int main(int argc, char** argv) {
                 "GEMM: %s (%s)\n",
                 engine().num_workers(), blas_corename().c_str(), blas_threads_policy(),
                 cpu_gemm().kernel.c_str(), cpu_gemm().reason.c_str());
+    bench_torch(exe_dir(), blas_threads_policy());
     bench_spin_floor();
     bench_overhead();
     bench_wait_roundtrip();

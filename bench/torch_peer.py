@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The peer a user would pick instead: PyTorch eager on the CPU, on the chapter's E5 and E6.
+
+Debian's python3-torch (1.13; `make bench` installs it) uses the same OpenBLAS as asyncnd, so the
+comparison is of the frameworks, not of the GEMM kernels; the core OpenBLAS loaded is printed.
+Run with Debian's Python:
+    /usr/bin/python3 bench/torch_peer.py THREADS
+Prints, one per line, `key value` for: torch_e5_step_us (10 000 x `y = x + 1` on a [1, 2] tensor,
+per step, median of 5), torch_e6_sync_s (the chapter's MLP: Dense 2048 relu, Dense 512 relu,
+Dense 1, L2 loss, SGD lr 0.005, 100 batches of 1024x512, reading the loss each batch), and
+torch_blas_core (as a comment line). THREADS: torch.set_num_threads, the same as asyncnd's BLAS.
+"""
+import ctypes
+import statistics
+import sys
+import time
+
+import torch
+
+
+def blas_core():
+    for name in ("libopenblas.so.0", "libopenblasp-r0.3.21.so"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+        except OSError:
+            continue
+    return "unknown"
+
+
+def e5_step_us(n=10000):
+    x = torch.ones((1, 2))
+    y = x + 1  # warm-up
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            y = x + 1
+        times.append((time.perf_counter() - t0) / n * 1e6)
+    del y
+    return statistics.median(times)
+
+
+def e6_sync_s(batches=100, batch=1024, features=512):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(features, 2048), torch.nn.ReLU(),
+        torch.nn.Linear(2048, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 1))
+    loss_fn = torch.nn.MSELoss(reduction="none")  # per-example, like Gluon's L2Loss (times 2)
+    # Gluon's trainer.step(batch) divides the summed gradient by the batch size; so does this lr.
+    trainer = torch.optim.SGD(net.parameters(), lr=0.005 / batch)
+
+    def step(X, y):
+        trainer.zero_grad()
+        l = loss_fn(net(X), y) / 2
+        l.backward(torch.ones_like(l))
+        trainer.step()
+        return l
+
+    X, y = torch.randn(batch, features), torch.randn(batch, 1)
+    step(X, y).mean().item()  # warm-up: allocations, BLAS threads
+    t0 = time.perf_counter()
+    for _ in range(batches):
+        X, y = torch.randn(batch, features), torch.randn(batch, 1)
+        step(X, y).mean().item()  # the synchronising read of each batch
+    return time.perf_counter() - t0
+
+
+def main():
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    torch.set_num_threads(threads)
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"OpenBLAS core {blas_core()}")
+    print(f"torch_e5_step_us {e5_step_us():.4f}")
+    print(f"torch_e6_sync_s {e6_sync_s():.4f}")
+
+
+if __name__ == "__main__":
+    main()
