@@ -56,12 +56,6 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     }
     cv_.notify_all();
   }
-  void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-             const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-             float* c, std::int64_t ldc) override {
-    asyncnd::detail::reference_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-
   // The next launch throws `message`, as a backend does when a kernel fails to launch.
   void fail_next_launch(std::string message) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -75,6 +69,8 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   void launch(int, const KernelCall& c, asyncnd::Completion done) override {
     Task t;
     t.call = c;
+    // The plan lives until launch returns (backend.h): copied, as CUDA passes it by value.
+    if (c.kind == KernelCall::Kind::kMapStrided) t.plan = asyncnd::kernels::device_strided(c.strided.plan);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!fail_next_.empty()) {
@@ -84,8 +80,8 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
       }
       ++launches_;
     }
-    const bool to_host = c.kind == KernelCall::Kind::kCopy && c.copy.dst.is_cpu();
-    if (c.kind == KernelCall::Kind::kCopy && c.copy.src.is_cpu()) {  // staged now, as with CUDA
+    const bool to_host = c.kind == KernelCall::Kind::kCopy && c.copy.dst().is_cpu();
+    if (c.kind == KernelCall::Kind::kCopy && c.copy.src().is_cpu()) {  // staged now, as with CUDA
       t.staging.assign(c.a, c.a + c.n);
     }
     if (to_host) t.done = std::move(done);
@@ -108,6 +104,7 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
  private:
   struct Task {
     KernelCall call;
+    asyncnd::kernels::DeviceStrided plan;
     std::vector<float> staging;
     asyncnd::Completion done;
     void* free_ptr = nullptr;  // a free, not a kernel
@@ -152,31 +149,29 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     namespace k = asyncnd::kernels;
     using Kind = KernelCall::Kind;
     const KernelCall& c = t.call;
-    const bool binary = c.map.form == asyncnd::detail::MapForm::kBinary;
     switch (c.kind) {
       case Kind::kFill:
-        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = c.map.scalar;
+        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = c.fill.value;
         break;
       case Kind::kArange:
         for (std::int64_t i = 0; i < c.n; ++i)
           c.out[i] = static_cast<float>(c.arange.start + static_cast<double>(i) * c.arange.step);
         break;
       case Kind::kMap:
-        for (std::int64_t i = 0; i < c.n; ++i)
-          c.out[i] = k::apply_map(c.map, c.a[i], binary ? c.b[i] : 0.0f);
+        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = k::map_element(c.map, c.a, c.b, i);
         break;
       case Kind::kMapStrided:
-        for (std::int64_t i = 0; i < c.n; ++i) {
-          std::int64_t oa, ob;
-          k::strided_offsets(c.strided, i, &oa, &ob);
-          c.out[i] = k::apply_map(c.map, c.a[oa], binary ? c.b[ob] : 0.0f);
-        }
+        for (std::int64_t i = 0; i < c.n; ++i)
+          c.out[i] = k::strided_element(c.strided.map, t.plan, c.a, c.b, i);
         break;
       case Kind::kReduce:
         switch (c.reduce.fn) {
-          case asyncnd::detail::ReduceFn::kMax: reduce<k::MaxAcc>(c); break;
-          case asyncnd::detail::ReduceFn::kNorm: reduce<k::SumSqAcc>(c); break;
-          default: reduce<k::SumAcc>(c); break;
+#define ASYNCND_EMULATED_REDUCE(Name, Acc) \
+  case asyncnd::detail::ReduceFn::k##Name: \
+    reduce<k::Acc>(c);                     \
+    break;
+          ASYNCND_REDUCE_FNS(ASYNCND_EMULATED_REDUCE)
+#undef ASYNCND_EMULATED_REDUCE
         }
         break;
       case Kind::kRandom:

@@ -91,9 +91,21 @@ TEST_CASE("reference_sgemm matches a triple loop for every transpose", "[backend
   for (const GemmCase& g : gemm_cases()) check_gemm(asyncnd::detail::reference_sgemm, g, seed++);
 }
 
-TEST_CASE("cpu backend sgemm matches a triple loop for every transpose", "[backend][gemm]") {
+TEST_CASE("cpu backend GEMM kernel calls match a triple loop for every transpose", "[backend][gemm]") {
   Backend& cpu = asyncnd::detail::backend_for(Device::cpu(), "test");
-  auto gemm = [&cpu](auto... args) { cpu.sgemm(args...); };
+  // One KernelCall of kind kGemm, launched as core launches it (on this thread, done unused).
+  auto gemm = [&cpu](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                     const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                     float beta, float* c, std::int64_t ldc) {
+    asyncnd::detail::KernelCall call;
+    call.kind = asyncnd::detail::KernelCall::Kind::kGemm;
+    call.a = a;
+    call.b = b;
+    call.out = c;
+    call.n = m * n;
+    call.gemm = {ta, tb, m, n, k, lda, ldb, ldc, alpha, beta};
+    cpu.launch(0, call, asyncnd::Completion());
+  };
   std::uint32_t seed = 5678;
   for (const GemmCase& g : gemm_cases()) check_gemm(gemm, g, seed++);
 }

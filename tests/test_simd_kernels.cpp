@@ -155,10 +155,10 @@ TEST_CASE("broadcast runs use the SIMD loops with the same results", "[kernels][
     const auto p2 = k::make_plan(dims, {1, 0}, {cols, 1});  // col op full
     std::vector<float> got(n), want(n);
     for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) {
-      k::binary_strided(p1, full.data(), row.data(), got.data(), b, n, k::SubOp{});
+      k::binary_strided(p1.view(), full.data(), row.data(), got.data(), b, n, k::SubOp{});
       for (std::int64_t i = b; i < n; ++i) want[i] = full[i] - row[i % cols];
       for (std::int64_t i = b; i < n; ++i) REQUIRE(same(got[i], want[i]));
-      k::binary_strided(p2, col.data(), full.data(), got.data(), b, n, k::DivOp{});
+      k::binary_strided(p2.view(), col.data(), full.data(), got.data(), b, n, k::DivOp{});
       for (std::int64_t i = b; i < n; ++i) want[i] = col[i / cols] / full[i];
       for (std::int64_t i = b; i < n; ++i) REQUIRE(same(got[i], want[i]));
     }

@@ -8,6 +8,7 @@
 
 #include "asyncnd/engine.h"
 #include "asyncnd/error.h"
+#include "kernels/host_kernels.h"
 
 namespace asyncnd {
 namespace detail {
@@ -35,11 +36,14 @@ class WasmCpuBackend final : public Backend {
   }
   void free(int /*device_id*/, void* p, std::size_t /*bytes*/) noexcept override { std::free(p); }
 
-  void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-             float beta, float* c, std::int64_t ldc) override {
-    // Packed SIMD128 GEMM (core/src/portable_gemm.cpp), split across the engine's workers.
-    portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  // Every op's kernel: core's templated and SIMD128 loops, and for GEMM the packed SIMD128 GEMM
+  // (core/src/portable_gemm.cpp), split across the engine's workers. Runs on the calling worker.
+  void launch(int /*device_id*/, const KernelCall& c, Completion /*done*/) override {
+    if (c.kind != KernelCall::Kind::kGemm) return kernels::run_host_kernel(c);
+    const KernelCall::Gemm& g = c.gemm;
+    if (g.m <= 0 || g.n <= 0) return;
+    portable_sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, c.a, g.lda, c.b, g.ldb, g.beta,
+                   c.out, g.ldc);
   }
 
  private:

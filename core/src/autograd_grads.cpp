@@ -1,6 +1,7 @@
 // The gradient of every differentiable op: given dL/dout, the dL/dinput of each input, built from
 // ordinary (queued, non-blocking) ops. Broadcast inputs get the gradient summed back to their
 // shape.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       if (need(1)) r[1] = reduce_to(g * out() * nd::log(a), in[1].shape());
       break;
     case GradOp::kAddScalar:
+    case GradOp::kRAddScalar:
     case GradOp::kSubScalar:
       r[0] = g;
       break;
@@ -82,6 +84,7 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       r[0] = -g;
       break;
     case GradOp::kMulScalar:
+    case GradOp::kRMulScalar:
       r[0] = g * at.scalar;
       break;
     case GradOp::kDivScalar:
@@ -98,6 +101,9 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       } else {
         r[0] = g * nd::pow(a, at.scalar - 1.0f) * at.scalar;
       }
+      break;
+    case GradOp::kRPowScalar:  // d(s^a)/da = s^a log s
+      r[0] = g * out() * std::log(at.scalar);
       break;
     case GradOp::kExp:
       r[0] = g * out();

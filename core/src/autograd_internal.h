@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "asyncnd/detail/op_table.h"
 #include "asyncnd/device.h"
 #include "asyncnd/ndarray.h"
 
@@ -16,14 +17,16 @@ namespace detail {
 
 struct Chunk;
 
-// Which op produced an array: selects the gradient formula (autograd_grads.cpp).
+// Which op produced an array: selects the gradient formula (autograd_grads.cpp, a switch without
+// default: -Wswitch reports an op without one). Derived from the op table: a binary op has three
+// forms (array-array, array-scalar, scalar-array).
 enum class GradOp {
-  kAdd, kSub, kMul, kDiv, kPow,
-  kAddScalar, kSubScalar, kRSubScalar, kMulScalar, kDivScalar, kRDivScalar, kPowScalar,
-  kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh,
-  kDot, kTranspose, kReshape, kBroadcastTo,
-  kSum, kMean, kMax, kNorm,
-  kCopyTo,
+#define ASYNCND_GRAD_ONE(name, Name) k##Name,
+#define ASYNCND_GRAD_BINARY(name, Name) k##Name, k##Name##Scalar, kR##Name##Scalar,
+  ASYNCND_UNARY_OPS(ASYNCND_GRAD_ONE) ASYNCND_BINARY_OPS(ASYNCND_GRAD_BINARY)
+      ASYNCND_REDUCE_OPS(ASYNCND_GRAD_ONE) ASYNCND_OTHER_OPS(ASYNCND_GRAD_ONE)
+#undef ASYNCND_GRAD_ONE
+#undef ASYNCND_GRAD_BINARY
 };
 
 // The attributes a gradient needs beyond the inputs' shapes.

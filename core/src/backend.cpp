@@ -37,10 +37,6 @@ Backend& backend_for(Device device, const char* op) {
   throw Error(std::string(op) + ": no device " + device.str() + (reason.empty() ? "" : ": " + reason));
 }
 
-void Backend::launch(int device_id, const KernelCall&, Completion) {
-  throw Error(name() + ": launch: no device kernels (device " + std::to_string(device_id) + ")");
-}
-
 void Backend::synchronize(int, const void*) {}
 
 void synchronize_devices() {

@@ -8,9 +8,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
-#include "device_ops.h"
 #include "autograd_internal.h"
-#include "kernels/elementwise.h"
 #include "ops_common.h"
 
 namespace asyncnd {
@@ -18,30 +16,14 @@ namespace nd {
 
 namespace {
 
-using detail::kGrain;
-
 // Queues out[:] = value.
 NDArray filled(const char* op, Shape shape, float value, Device device) {
   NDArray out = detail::new_array(op, std::move(shape), device);
   const std::int64_t n = out.size();
   if (n == 0) return out;
-  float* p = detail::data_of(out);
-  if (!device.is_cpu()) {
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kFill;
-    c.out = p;
-    c.n = n;
-    c.map.scalar = value;
-    detail::push_device(op, c, device, out, {});
-    return out;
-  }
-  detail::push_op(op,
-                  [p, n, value] {
-                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-                      kernels::fill(p, b, e, value);
-                    });
-                  },
-                  out, {});
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kFill, out);
+  c.fill.value = value;
+  detail::push_kernel(op, c, out, {});
   return out;
 }
 
@@ -81,25 +63,9 @@ NDArray arange(float start, float stop, float step, Device device) {
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   NDArray out = detail::new_array(kOp, {n}, device);
   if (n == 0) return out;
-  float* p = detail::data_of(out);
-  const double s0 = start, st = step;
-  if (!device.is_cpu()) {
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kArange;
-    c.out = p;
-    c.n = n;
-    c.arange = {s0, st};
-    detail::push_device(kOp, c, device, out, {});
-    return out;
-  }
-  detail::push_op(kOp,
-                  [p, n, s0, st] {
-                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-                      for (std::int64_t i = b; i < e; ++i)
-                        p[i] = static_cast<float>(s0 + static_cast<double>(i) * st);
-                    });
-                  },
-                  out, {});
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kArange, out);
+  c.arange = {static_cast<double>(start), static_cast<double>(step)};
+  detail::push_kernel(kOp, c, out, {});
   return out;
 }
 
@@ -112,24 +78,17 @@ NDArray from_vector(std::vector<float> values, Shape shape, Device device) {
     throw Error(std::string(kOp) + ": " + std::to_string(values.size()) +
                 " values do not fill shape " + shape_str(shape) + " (" + std::to_string(n) +
                 " elements)");
-  if (!device.is_cpu()) {  // through host memory and a host-to-device copy
-    detail::backend_for(device, kOp);
+  if (!detail::backend_for(device, kOp).host_addressable()) {  // through host memory and a copy
     return copy_to(from_vector(std::move(values), std::move(shape)), device);
   }
   NDArray out = detail::new_array(kOp, std::move(shape), device);
   if (n == 0) return out;
-  float* p = detail::data_of(out);
-  // The op owns the values until it has copied them; shared_ptr keeps the lambda cheap to copy
-  // (std::function requires a copyable target).
-  auto src = std::make_shared<std::vector<float>>(std::move(values));
-  detail::push_op(kOp,
-                  [p, n, src] {
-                    const float* s = src->data();
-                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-                      std::memcpy(p + b, s + b, static_cast<std::size_t>(e - b) * sizeof(float));
-                    });
-                  },
-                  out, {});
+  // A host-to-host copy; the op owns the values until it has copied them.
+  auto src = std::make_shared<const std::vector<float>>(std::move(values));
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kCopy, out);
+  c.a = src->data();
+  c.copy = {DeviceKind::kCPU, DeviceKind::kCPU, 0, 0};
+  detail::push_kernel(kOp, c, out, {}, true, std::move(src));
   return out;
 }
 
@@ -144,27 +103,11 @@ NDArray copy_to(const NDArray& a, Device device) {
     detail::push_empty_output(kOp, out, {&a});
     return out;
   }
-  const float* src = detail::data_of(a);
-  float* dst = detail::data_of(out);
-  if (!a.device().is_cpu() || !device.is_cpu()) {
-    // Host<->device and device<->device: the device side's backend copies, on its worker.
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kCopy;
-    c.a = src;
-    c.out = dst;
-    c.n = n;
-    c.copy = {a.device(), device};
-    detail::push_device(kOp, c, device.is_cpu() ? a.device() : device, out, {&a});
-    return out;
-  }
-  detail::push_op(kOp,
-                  [src, dst, n] {
-                    detail::parallel(n, kGrain, [=](std::int64_t b, std::int64_t e) {
-                      std::memcpy(dst + b, src + b,
-                                  static_cast<std::size_t>(e - b) * sizeof(float));
-                    });
-                  },
-                  out, {&a});
+  // Host<->device and device<->device: the device side's backend copies, on its worker.
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kCopy, out, &a);
+  c.copy = {a.device().kind, device.kind, a.device().id, device.id};
+  const Device run_on = detail::backend_for(device, kOp).host_addressable() ? a.device() : device;
+  detail::push_kernel(kOp, c, out, {&a}, true, nullptr, &run_on);
   return out;
 }
 

@@ -7,11 +7,10 @@
 #include <string>
 #include <utility>
 
+#include "asyncnd/detail/op_table.h"
 #include "asyncnd/ops.h"
-#include "device_ops.h"
 #include "autograd_internal.h"
 #include "kernels/elementwise.h"
-#include "kernels/functors.h"
 #include "ops_common.h"
 
 namespace asyncnd {
@@ -34,11 +33,11 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 namespace {
 
-using detail::kGrain;
+using detail::KernelCall;
+using detail::MapFn;
+using detail::MapForm;
+using Map = KernelCall::Map;
 namespace k = kernels;
-
-// Transcendental functions cost ~10x an add: split them into smaller pieces.
-constexpr std::int64_t kGrainHeavy = kGrain / 4;
 
 // Strides of contiguous `s` seen through the broadcast to `out` (0 along broadcast dims).
 std::vector<std::int64_t> broadcast_strides(const Shape& s, const Shape& out) {
@@ -69,102 +68,75 @@ PlanPtr plan_for(const char* op, const Shape& a, const Shape& b, const Shape& ou
   return plan;
 }
 
-// Queues out = f(a, b) for inputs already checked to broadcast to out's shape. out may be a
-// itself (the compound assignments): every kernel reads element i before writing element i, and
-// a is never broadcast then.
-template <class F>
+// Queues out = m(a, b) (m in the binary form) for inputs already checked to broadcast to out's
+// shape. out may be a itself (the compound assignments): every kernel reads element i before
+// writing element i, and a is never broadcast then.
 void queue_binary(const char* op, const NDArray& a, const NDArray& b, const NDArray& out,
-                  PlanPtr plan, F f, std::int64_t grain, bool inplace) {
+                  PlanPtr plan, Map m, bool inplace) {
   const std::int64_t n = out.size();
   if (n == 0) return detail::push_empty_output(op, out, {&a, &b});
-  if (!out.device().is_cpu()) {
-    detail::push_map(op, k::describe(f), a, &b, out, plan.get(), !inplace);
-    return;
-  }
-  const float* pa = detail::data_of(a);
-  const float* pb = detail::data_of(b);
-  float* po = detail::data_of(out);
+  KernelCall c = detail::kernel_call(KernelCall::Kind::kMap, out, &a, &b);
   if (plan) {
-    detail::push_op(
-        op,
-        [=] {
-          detail::parallel(n, grain, [&](std::int64_t s, std::int64_t e) {
-            k::binary_strided(*plan, pa, pb, po, s, e, f);
-          });
-        },
-        out, {&a, &b}, !inplace);
-  } else if (a.size() == n && b.size() == n) {  // same shape up to leading 1s: flat loop
-    detail::push_op(
-        op,
-        [=] {
-          detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
-            k::binary_contig(pa, pb, po, s, e, f);
-          });
-        },
-        out, {&a, &b}, !inplace);
-  } else if (a.size() == n) {  // b is a single element
-    detail::push_op(
-        op,
-        [=] {
-          const k::BindRight<F> g{f, pb[0]};
-          detail::parallel(
-              n, grain, [=](std::int64_t s, std::int64_t e) { k::unary_contig(pa, po, s, e, g); });
-        },
-        out, {&a, &b}, !inplace);
-  } else {  // a is a single element
-    detail::push_op(
-        op,
-        [=] {
-          const k::BindLeft<F> g{f, pa[0]};
-          detail::parallel(
-              n, grain, [=](std::int64_t s, std::int64_t e) { k::unary_contig(pb, po, s, e, g); });
-        },
-        out, {&a, &b}, !inplace);
+    c.kind = KernelCall::Kind::kMapStrided;
+    c.strided = {m, plan->view()};
+    return detail::push_kernel(op, c, out, {&a, &b}, !inplace, std::move(plan));
   }
+  // Same shape up to leading 1s: a flat loop; else one operand is a single element.
+  m.form = b.size() != n ? MapForm::kOneRight : a.size() != n ? MapForm::kOneLeft : MapForm::kBinary;
+  c.map = m;
+  detail::push_kernel(op, c, out, {&a, &b}, !inplace);
 }
 
-template <class F>
-NDArray binary(const char* op, const NDArray& a, const NDArray& b, F f,
-               std::int64_t grain = kGrain) {
+Map binary_fn(MapFn fn, float param = 0.0f) { return {fn, MapForm::kBinary, param}; }
+
+NDArray binary(const char* op, const NDArray& a, const NDArray& b, MapFn fn) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
   detail::check_same_device(op, a, b);
   Shape shape = nd::broadcast_shapes(a.shape(), b.shape(), op);
   PlanPtr plan = plan_for(op, a.shape(), b.shape(), shape);
   NDArray out = detail::new_array(op, std::move(shape), a.device());
-  queue_binary(op, a, b, out, std::move(plan), f, grain, false);
+  queue_binary(op, a, b, out, std::move(plan), binary_fn(fn), false);
   return out;
 }
 
-// out = f(a) elementwise, f a unary functor (possibly a bound binary one).
-template <class F>
-NDArray unary(const char* op, const NDArray& a, F f, std::int64_t grain = kGrain) {
+// out = m(a) elementwise, m a unary function or a binary one bound to a scalar.
+NDArray unary(const char* op, const NDArray& a, Map m) {
   detail::check_defined(op, a);
   NDArray out = detail::new_array(op, a.shape(), a.device());
-  const std::int64_t n = out.size();
-  if (n == 0) {
+  if (out.size() == 0) {
     detail::push_empty_output(op, out, {&a});
     return out;
   }
-  if (!out.device().is_cpu()) {
-    detail::push_map(op, k::describe(f), a, nullptr, out, nullptr);
-    return out;
-  }
-  const float* pa = detail::data_of(a);
-  float* po = detail::data_of(out);
-  detail::push_op(op,
-                  [=] {
-                    detail::parallel(n, grain, [=](std::int64_t s, std::int64_t e) {
-                      k::unary_contig(pa, po, s, e, f);
-                    });
-                  },
-                  out, {&a});
+  KernelCall c = detail::kernel_call(KernelCall::Kind::kMap, out, &a);
+  c.map = m;
+  detail::push_kernel(op, c, out, {&a});
   return out;
 }
+NDArray unary(const char* op, const NDArray& a, MapFn fn) {
+  return unary(op, a, Map{fn, MapForm::kUnary, 0.0f});
+}
+NDArray bind_right(const char* op, const NDArray& a, float v, MapFn fn) {
+  return unary(op, a, Map{fn, MapForm::kScalarRight, v});
+}
+NDArray bind_left(const char* op, float v, const NDArray& b, MapFn fn) {
+  return unary(op, b, Map{fn, MapForm::kScalarLeft, v});
+}
+// a op v; pow's common exponents become cheaper maps that give exactly what powf gives.
+NDArray scalar_right(const char* op, const NDArray& a, float v, MapFn fn) {
+  if (fn == MapFn::kPow && v == 2.0f) return unary(op, a, MapFn::kSquare);
+  if (fn == MapFn::kPow && v == 1.0f) return unary(op, a, MapFn::kCopy);
+  return bind_right(op, a, v, fn);
+}
 
-// target = f(target, b), b broadcast to target's shape.
-template <class F>
-void inplace(const char* op, NDArray& target, const NDArray& b, F f) {
+detail::GradAttrs scalar_attr(float v) {
+  detail::GradAttrs at;
+  at.scalar = v;
+  return at;
+}
+
+// target = m(target, b), b broadcast to target's shape.
+void inplace(const char* op, NDArray& target, const NDArray& b, Map m) {
   detail::check_defined(op, target);
   detail::check_defined(op, b);
   detail::check_same_device(op, target, b);
@@ -172,40 +144,17 @@ void inplace(const char* op, NDArray& target, const NDArray& b, F f) {
   if (nd::broadcast_shapes(target.shape(), b.shape(), op) != target.shape())
     throw Error(std::string(op) + ": cannot broadcast " + shape_str(b.shape()) +
                 " into the target's shape " + shape_str(target.shape()));
-  detail::check_kernels(op, target.device());
   PlanPtr plan = plan_for(op, target.shape(), b.shape(), target.shape());
-  queue_binary(op, target, b, target, std::move(plan), f, kGrain, true);
+  queue_binary(op, target, b, target, std::move(plan), m, true);
 }
 
-template <class F>
-void inplace_scalar(const char* op, NDArray& target, float v, F f) {
+void inplace_scalar(const char* op, NDArray& target, float v, MapFn fn) {
   detail::check_defined(op, target);
   detail::check_inplace_allowed(op, target, nullptr);
-  detail::check_kernels(op, target.device());
-  const std::int64_t n = target.size();
-  if (n == 0) return;
-  const k::BindRight<F> g{f, v};
-  if (!target.device().is_cpu()) {
-    detail::push_map(op, k::describe(g), target, nullptr, target, nullptr, false);
-    return;
-  }
-  float* p = detail::data_of(target);
-  detail::push_op(
-      op,
-      [=] {
-        detail::parallel(n, kGrain,
-                         [=](std::int64_t s, std::int64_t e) { k::unary_contig(p, p, s, e, g); });
-      },
-      target, {}, false);
-}
-
-template <class F>
-NDArray bind_right(const char* op, const NDArray& a, float v, F f, std::int64_t grain = kGrain) {
-  return unary(op, a, k::BindRight<F>{f, v}, grain);
-}
-template <class F>
-NDArray bind_left(const char* op, float v, const NDArray& b, F f) {
-  return unary(op, b, k::BindLeft<F>{f, v});
+  if (target.size() == 0) return;
+  KernelCall c = detail::kernel_call(KernelCall::Kind::kMap, target, &target);
+  c.map = {fn, MapForm::kScalarRight, v};
+  detail::push_kernel(op, c, target, {}, false);
 }
 
 }  // namespace
@@ -216,74 +165,26 @@ using detail::GradAttrs;
 using detail::GradOp;
 using detail::recorded;
 
-NDArray add(const NDArray& a, const NDArray& b) {
-  return recorded(GradOp::kAdd, binary("add", a, b, k::AddOp{}), {&a, &b});
-}
-NDArray sub(const NDArray& a, const NDArray& b) {
-  return recorded(GradOp::kSub, binary("sub", a, b, k::SubOp{}), {&a, &b});
-}
-NDArray mul(const NDArray& a, const NDArray& b) {
-  return recorded(GradOp::kMul, binary("mul", a, b, k::MulOp{}), {&a, &b});
-}
-NDArray div(const NDArray& a, const NDArray& b) {
-  return recorded(GradOp::kDiv, binary("div", a, b, k::DivOp{}), {&a, &b});
-}
-NDArray pow(const NDArray& a, const NDArray& b) {
-  return recorded(GradOp::kPow, binary("pow", a, b, k::PowOp{}, kGrainHeavy), {&a, &b});
-}
-
-namespace {
-GradAttrs scalar_attr(float v) {
-  GradAttrs at;
-  at.scalar = v;
-  return at;
-}
-}  // namespace
-
-NDArray add(const NDArray& a, float b) {
-  return recorded(GradOp::kAddScalar, bind_right("add", a, b, k::AddOp{}), {&a}, scalar_attr(b));
-}
-NDArray sub(const NDArray& a, float b) {
-  return recorded(GradOp::kSubScalar, bind_right("sub", a, b, k::SubOp{}), {&a}, scalar_attr(b));
-}
-NDArray mul(const NDArray& a, float b) {
-  return recorded(GradOp::kMulScalar, bind_right("mul", a, b, k::MulOp{}), {&a}, scalar_attr(b));
-}
-NDArray div(const NDArray& a, float b) {
-  return recorded(GradOp::kDivScalar, bind_right("div", a, b, k::DivOp{}), {&a}, scalar_attr(b));
-}
-NDArray pow(const NDArray& a, float b) {
-  NDArray out;
-  // x*x and x are exactly what powf gives for these exponents, and much cheaper.
-  if (b == 2.0f) {
-    out = unary("pow", a, k::SquareOp{});
-  } else if (b == 1.0f) {
-    out = unary("pow", a, k::CopyOp{});
-  } else {
-    out = unary("pow", a, k::PowScalarOp{b}, kGrainHeavy);
+// The binary ops of the op table, in their three forms: array-array, array-scalar, scalar-array.
+#define ASYNCND_DEFINE_BINARY(name, Name)                                                   \
+  NDArray name(const NDArray& a, const NDArray& b) {                                        \
+    return recorded(GradOp::k##Name, binary(#name, a, b, MapFn::k##Name), {&a, &b});         \
+  }                                                                                         \
+  NDArray name(const NDArray& a, float b) {                                                 \
+    return recorded(GradOp::k##Name##Scalar, scalar_right(#name, a, b, MapFn::k##Name), {&a}, \
+                    scalar_attr(b));                                                        \
+  }                                                                                         \
+  NDArray name(float a, const NDArray& b) {                                                 \
+    return recorded(GradOp::kR##Name##Scalar, bind_left(#name, a, b, MapFn::k##Name), {&b},   \
+                    scalar_attr(a));                                                        \
   }
-  return recorded(GradOp::kPowScalar, std::move(out), {&a}, scalar_attr(b));
-}
+ASYNCND_BINARY_OPS(ASYNCND_DEFINE_BINARY)
+#undef ASYNCND_DEFINE_BINARY
 
-NDArray neg(const NDArray& a) { return recorded(GradOp::kNeg, unary("neg", a, k::NegOp{}), {&a}); }
-NDArray exp(const NDArray& a) {
-  return recorded(GradOp::kExp, unary("exp", a, k::ExpOp{}, kGrainHeavy), {&a});
-}
-NDArray log(const NDArray& a) {
-  return recorded(GradOp::kLog, unary("log", a, k::LogOp{}, kGrainHeavy), {&a});
-}
-NDArray sqrt(const NDArray& a) {
-  return recorded(GradOp::kSqrt, unary("sqrt", a, k::SqrtOp{}), {&a});
-}
-NDArray relu(const NDArray& a) {
-  return recorded(GradOp::kRelu, unary("relu", a, k::ReluOp{}), {&a});
-}
-NDArray sigmoid(const NDArray& a) {
-  return recorded(GradOp::kSigmoid, unary("sigmoid", a, k::SigmoidOp{}, kGrainHeavy), {&a});
-}
-NDArray tanh(const NDArray& a) {
-  return recorded(GradOp::kTanh, unary("tanh", a, k::TanhOp{}, kGrainHeavy), {&a});
-}
+#define ASYNCND_DEFINE_UNARY(name, Name) \
+  NDArray name(const NDArray& a) { return recorded(GradOp::k##Name, unary(#name, a, MapFn::k##Name), {&a}); }
+ASYNCND_UNARY_OPS(ASYNCND_DEFINE_UNARY)
+#undef ASYNCND_DEFINE_UNARY
 
 NDArray broadcast_to(const NDArray& a, Shape shape) {
   static const char* kOp = "broadcast_to";
@@ -295,7 +196,7 @@ NDArray broadcast_to(const NDArray& a, Shape shape) {
   PlanPtr plan = plan_for(kOp, a.shape(), a.shape(), shape);
   NDArray out = detail::new_array(kOp, std::move(shape), a.device());
   // Both operands are `a`; FirstOp keeps the first.
-  queue_binary(kOp, a, a, out, std::move(plan), k::FirstOp{}, kGrain, false);
+  queue_binary(kOp, a, a, out, std::move(plan), binary_fn(MapFn::kFirst), false);
   return recorded(GradOp::kBroadcastTo, std::move(out), {&a});
 }
 
@@ -304,14 +205,14 @@ NDArray broadcast_to(const NDArray& a, Shape shape) {
 namespace detail {
 
 NDArray relu_grad(const NDArray& g, const NDArray& x) {
-  return binary("relu_grad", g, x, k::ReluGradOp{});
+  return binary("relu_grad", g, x, MapFn::kReluGrad);
 }
 NDArray eq_mask(const NDArray& a, const NDArray& b) {
-  return binary("eq_mask", a, b, k::EqMaskOp{});
+  return binary("eq_mask", a, b, MapFn::kEqMask);
 }
-void assign(NDArray& target, const NDArray& src) { inplace("assign", target, src, k::SecondOp{}); }
+void assign(NDArray& target, const NDArray& src) { inplace("assign", target, src, binary_fn(MapFn::kSecond)); }
 void sgd_update(NDArray& w, const NDArray& g, float alpha) {
-  inplace("sgd_update", w, g, k::SgdOp{alpha});
+  inplace("sgd_update", w, g, binary_fn(MapFn::kSgd, alpha));
 }
 
 }  // namespace detail
@@ -324,49 +225,42 @@ NDArray operator+(const NDArray& a, float b) { return nd::add(a, b); }
 NDArray operator-(const NDArray& a, float b) { return nd::sub(a, b); }
 NDArray operator*(const NDArray& a, float b) { return nd::mul(a, b); }
 NDArray operator/(const NDArray& a, float b) { return nd::div(a, b); }
-// The scalar on the left: BindLeft keeps the expression's operand order (s - x, s / x).
-NDArray operator+(float a, const NDArray& b) { return nd::add(b, a); }
-NDArray operator-(float a, const NDArray& b) {
-  return detail::recorded(detail::GradOp::kRSubScalar, bind_left("sub", a, b, k::SubOp{}), {&b},
-                          nd::scalar_attr(a));
-}
-NDArray operator*(float a, const NDArray& b) { return nd::mul(b, a); }
-NDArray operator/(float a, const NDArray& b) {
-  return detail::recorded(detail::GradOp::kRDivScalar, bind_left("div", a, b, k::DivOp{}), {&b},
-                          nd::scalar_attr(a));
-}
+NDArray operator+(float a, const NDArray& b) { return nd::add(a, b); }
+NDArray operator-(float a, const NDArray& b) { return nd::sub(a, b); }
+NDArray operator*(float a, const NDArray& b) { return nd::mul(a, b); }
+NDArray operator/(float a, const NDArray& b) { return nd::div(a, b); }
 NDArray operator-(const NDArray& a) { return nd::neg(a); }
 
 NDArray& NDArray::operator+=(const NDArray& o) {
-  inplace("+=", *this, o, k::AddOp{});
+  inplace("+=", *this, o, binary_fn(MapFn::kAdd));
   return *this;
 }
 NDArray& NDArray::operator-=(const NDArray& o) {
-  inplace("-=", *this, o, k::SubOp{});
+  inplace("-=", *this, o, binary_fn(MapFn::kSub));
   return *this;
 }
 NDArray& NDArray::operator*=(const NDArray& o) {
-  inplace("*=", *this, o, k::MulOp{});
+  inplace("*=", *this, o, binary_fn(MapFn::kMul));
   return *this;
 }
 NDArray& NDArray::operator/=(const NDArray& o) {
-  inplace("/=", *this, o, k::DivOp{});
+  inplace("/=", *this, o, binary_fn(MapFn::kDiv));
   return *this;
 }
 NDArray& NDArray::operator+=(float v) {
-  inplace_scalar("+=", *this, v, k::AddOp{});
+  inplace_scalar("+=", *this, v, MapFn::kAdd);
   return *this;
 }
 NDArray& NDArray::operator-=(float v) {
-  inplace_scalar("-=", *this, v, k::SubOp{});
+  inplace_scalar("-=", *this, v, MapFn::kSub);
   return *this;
 }
 NDArray& NDArray::operator*=(float v) {
-  inplace_scalar("*=", *this, v, k::MulOp{});
+  inplace_scalar("*=", *this, v, MapFn::kMul);
   return *this;
 }
 NDArray& NDArray::operator/=(float v) {
-  inplace_scalar("/=", *this, v, k::DivOp{});
+  inplace_scalar("/=", *this, v, MapFn::kDiv);
   return *this;
 }
 

@@ -1,12 +1,11 @@
-// Linear algebra: dot/matmul (the backend's SGEMM, operands optionally transposed), transpose,
-// reshape.
+// Linear algebra: dot/matmul (one GEMM kernel call, operands optionally transposed: the backend
+// runs it with its BLAS), transpose, reshape.
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
-#include "device_ops.h"
+#include "kernels/device_map.h"
 #include "autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
@@ -32,31 +31,15 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
   const std::int64_t n = b.shape()[tb ? 0 : 1];
   if (b.shape()[tb ? 1 : 0] != k)
     throw Error(std::string(op) + ": inner dimensions differ:" + shapes());
-  detail::Backend* backend = &detail::backend_for(a.device(), op);
   NDArray out = detail::new_array(op, {m, n}, a.device());
   if (m == 0 || n == 0) {
     detail::push_empty_output(op, out, {&a, &b});
     return out;
   }
-  const float* pa = detail::data_of(a);
-  const float* pb = detail::data_of(b);
-  float* pc = detail::data_of(out);
-  const std::int64_t lda = a.shape()[1], ldb = b.shape()[1];
-  if (!out.device().is_cpu()) {
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kGemm;
-    c.a = pa;
-    c.b = pb;
-    c.out = pc;
-    c.n = m * n;
-    c.gemm = {ta, tb, m, n, k, lda, ldb, n, 1.0f, 0.0f};
-    detail::push_device(op, c, out.device(), out, {&a, &b});
-  } else {
-    // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
-    detail::push_op(
-        op, [=] { backend->sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n); }, out,
-        {&a, &b});
-  }
+  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kGemm, out, &a, &b);
+  c.gemm = {ta, tb, m, n, k, a.shape()[1], b.shape()[1], n, 1.0f, 0.0f};
+  detail::push_kernel(op, c, out, {&a, &b});
   detail::GradAttrs at;
   at.trans_a = ta;
   at.trans_b = tb;
@@ -101,49 +84,18 @@ NDArray transpose(const NDArray& a) {
     detail::push_empty_output(kOp, out, {&a});
     return out;
   }
-  const float* pa = detail::data_of(a);
-  float* po = detail::data_of(out);
-  if (!out.device().is_cpu()) {
-    if (nd != 2) {  // a copy (0-D, 1-D) or a permuted walk (N-D)
-      detail::push_map(kOp, kernels::describe(kernels::CopyOp{}), a, nullptr, out, plan.get());
-      return out;
-    }
-    detail::KernelCall c;
-    c.kind = detail::KernelCall::Kind::kTranspose2d;
-    c.a = pa;
-    c.out = po;
-    c.n = n;
-    c.transpose = {in[0], in[1]};
-    detail::push_device(kOp, c, out.device(), out, {&a});
-    return out;
-  }
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kTranspose2d, out, &a);
   if (nd == 2) {
-    const std::int64_t rows = in[0], cols = in[1];
-    // Split by output rows (input columns), each holding `rows` elements.
-    const std::int64_t grain = rows >= detail::kGrain ? 1 : detail::kGrain / rows;
-    detail::push_op(kOp,
-                    [=] {
-                      detail::parallel(cols, grain, [=](std::int64_t c0, std::int64_t c1) {
-                        kernels::transpose2d(pa, po, rows, cols, c0, c1);
-                      });
-                    },
-                    out, {&a});
-  } else if (nd < 2) {
-    detail::push_op(kOp,
-                    [=] {
-                      detail::parallel(n, detail::kGrain, [=](std::int64_t s, std::int64_t e) {
-                        kernels::unary_contig(pa, po, s, e, kernels::CopyOp{});
-                      });
-                    },
-                    out, {&a});
-  } else {
-    detail::push_op(kOp,
-                    [=] {
-                      detail::parallel(n, detail::kGrain, [&](std::int64_t s, std::int64_t e) {
-                        kernels::unary_strided(*plan, pa, po, s, e, kernels::CopyOp{});
-                      });
-                    },
-                    out, {&a});
+    c.transpose = {in[0], in[1]};
+    detail::push_kernel(kOp, c, out, {&a});
+  } else if (nd < 2) {  // a copy
+    c.kind = detail::KernelCall::Kind::kMap;
+    c.map = kernels::describe(kernels::CopyOp{});
+    detail::push_kernel(kOp, c, out, {&a});
+  } else {  // a permuted walk
+    c.kind = detail::KernelCall::Kind::kMapStrided;
+    c.strided = {kernels::describe(kernels::CopyOp{}), plan->view()};
+    detail::push_kernel(kOp, c, out, {&a}, true, std::move(plan));
   }
   return out;
 }

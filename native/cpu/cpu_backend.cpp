@@ -30,6 +30,7 @@
 #include "asyncnd/error.h"
 #include "cpu/caching_allocator.h"
 #include "cpu/gemm_select.h"
+#include "kernels/host_kernels.h"
 
 #ifndef ASYNCND_HAVE_OPENBLAS
 #error "the build defines ASYNCND_HAVE_OPENBLAS (0 or 1) on this target"
@@ -120,9 +121,23 @@ class CpuBackend final : public Backend {
     cache_.free(p, bytes);
   }
 
+  // Every op's kernel: core's templated and SIMD loops, or the GEMM below. Runs on the calling
+  // engine worker; the op finishes when it returns (a host-addressable backend: see backend.h).
+  void launch(int /*device_id*/, const KernelCall& call, Completion /*done*/) override {
+    if (call.kind != KernelCall::Kind::kGemm) return kernels::run_host_kernel(call);
+    const KernelCall::Gemm& g = call.gemm;
+    sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, call.a, g.lda, call.b, g.ldb, g.beta,
+          call.out, g.ldc);
+  }
+
+  const std::string& corename() const { return corename_; }
+  const GemmSelection& gemm() const { return gemm_; }
+  int blas_threads() const { return blas_threads_; }
+
+ private:
   void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
              float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-             float beta, float* c, std::int64_t ldc) override {
+             float beta, float* c, std::int64_t ldc) {
     if (m <= 0 || n <= 0) return;
 #if ASYNCND_HAVE_OPENBLAS
     if (portable_) {
@@ -152,11 +167,6 @@ class CpuBackend final : public Backend {
 #endif
   }
 
-  const std::string& corename() const { return corename_; }
-  const GemmSelection& gemm() const { return gemm_; }
-  int blas_threads() const { return blas_threads_; }
-
- private:
   CachingAllocator& cache_;
   std::string name_, corename_;
   int blas_threads_ = 1;

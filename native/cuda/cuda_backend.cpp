@@ -261,7 +261,8 @@ class DeviceState {
 
   PinnedPool& pinned() { return *pinned_; }
 
-  // cuBLAS calls on this device's handle come from its engine worker and from Backend::sgemm.
+  // cuBLAS calls on this device's handle come from its engine worker and from the bench's direct
+  // timing (cuda_direct_sgemm_seconds).
   std::mutex& blas_mutex() { return blas_mu_; }
   cublasHandle_t blas() const { return blas_; }
 
@@ -410,17 +411,6 @@ class CudaBackend final : public Backend {
     if (DeviceState* d = started(device_id)) d->free(p);  // memory comes from a started device
   }
 
-  // Runs on the calling thread's current device, on its compute stream, and waits for it.
-  void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-             float beta, float* c, std::int64_t ldc) override {
-    int dev = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice", 0);
-    DeviceState& d = state(dev);
-    gemm(d, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    check(cudaStreamSynchronize(d.compute()), "sgemm", dev);
-  }
-
   void launch(int device_id, const KernelCall& c, Completion done) override {
     DeviceState& d = state(device_id);
     check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
@@ -479,7 +469,7 @@ class CudaBackend final : public Backend {
   // GPU on the destination's streams.
   void copy(DeviceState& d, const KernelCall& c, Completion done) {
     const std::size_t bytes = static_cast<std::size_t>(c.n) * sizeof(float);
-    const Device src = c.copy.src, dst = c.copy.dst;
+    const Device src = c.copy.src(), dst = c.copy.dst();
     if (src.is_cpu()) {  // host -> device: completes now; consumers wait for out's event
       Pending p;
       p.staging = d.pinned().get(bytes, d.id());

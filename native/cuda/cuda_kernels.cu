@@ -43,20 +43,15 @@ __global__ void arange_kernel(float* out, std::int64_t n, double start, double s
 
 __global__ void map_kernel(KernelCall::Map m, const float* a, const float* b, float* out,
                            std::int64_t n) {
-  const bool binary = m.form == MapForm::kBinary;
-  for (std::int64_t i = first_index(); i < n; i += grid_stride())
-    out[i] = k::apply_map(m, a[i], binary ? b[i] : 0.0f);
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = k::map_element(m, a, b, i);
 }
 
 // Output element i -> input offsets through the plan's dims and strides (unravel, innermost last).
-__global__ void map_strided_kernel(KernelCall::Map m, KernelCall::Strided p, const float* a,
+// The plan travels by value as a kernel parameter.
+__global__ void map_strided_kernel(KernelCall::Map m, k::DeviceStrided p, const float* a,
                                    const float* b, float* out, std::int64_t n) {
-  const bool binary = m.form == MapForm::kBinary;
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    std::int64_t oa, ob;
-    k::strided_offsets(p, i, &oa, &ob);
-    out[i] = k::apply_map(m, a[oa], binary ? b[ob] : 0.0f);
-  }
+  for (std::int64_t i = first_index(); i < n; i += grid_stride())
+    out[i] = k::strided_element(m, p, a, b, i);
 }
 
 // Reduced axis innermost (inner == 1): one block per output row, threads stride along it, then a
@@ -147,7 +142,7 @@ cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {
   using Kind = KernelCall::Kind;
   switch (c.kind) {
     case Kind::kFill:
-      fill_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(c.out, c.n, c.map.scalar);
+      fill_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(c.out, c.n, c.fill.value);
       break;
     case Kind::kArange:
       arange_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(c.out, c.n, c.arange.start, c.arange.step);
@@ -156,15 +151,17 @@ cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {
       map_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(c.map, c.a, c.b, c.out, c.n);
       break;
     case Kind::kMapStrided:
-      map_strided_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(c.map, c.strided, c.a, c.b, c.out,
-                                                              c.n);
+      map_strided_kernel<<<blocks_for(c.n), kThreads, 0, s>>>(
+          c.strided.map, k::device_strided(c.strided.plan), c.a, c.b, c.out, c.n);
       break;
     case Kind::kReduce:
       switch (c.reduce.fn) {
-        case ReduceFn::kSum:
-        case ReduceFn::kMean: launch_reduce<k::SumAcc>(c, s); break;
-        case ReduceFn::kMax: launch_reduce<k::MaxAcc>(c, s); break;
-        case ReduceFn::kNorm: launch_reduce<k::SumSqAcc>(c, s); break;
+#define ASYNCND_CUDA_REDUCE(Name, Acc) \
+  case ReduceFn::k##Name:              \
+    launch_reduce<k::Acc>(c, s);       \
+    break;
+        ASYNCND_REDUCE_FNS(ASYNCND_CUDA_REDUCE)
+#undef ASYNCND_CUDA_REDUCE
       }
       break;
     case Kind::kRandom:
@@ -178,7 +175,8 @@ cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {
                            dim3(kTile, 8), 0, s>>>(c.a, c.out, t.rows, t.cols);
       break;
     }
-    default:
+    case Kind::kGemm:  // cuBLAS, in cuda_backend.cpp
+    case Kind::kCopy:  // cudaMemcpyAsync, in cuda_backend.cpp
       return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

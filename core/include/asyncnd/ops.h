@@ -30,7 +30,8 @@ void seed(std::uint64_t seed);
 NDArray random_uniform(Shape shape, float lo = 0.0f, float hi = 1.0f, Device device = {});
 NDArray random_normal(Shape shape, float mean = 0.0f, float stddev = 1.0f, Device device = {});
 
-// Elementwise, with NumPy broadcasting.
+// Elementwise, with NumPy broadcasting. The binary ops take a float on either side: sub(2, x) is
+// 2 - x, pow(2, x) is 2 to the power x. The list is the op table's (asyncnd/detail/op_table.h).
 NDArray add(const NDArray& a, const NDArray& b);
 NDArray sub(const NDArray& a, const NDArray& b);
 NDArray mul(const NDArray& a, const NDArray& b);
@@ -41,6 +42,11 @@ NDArray sub(const NDArray& a, float b);
 NDArray mul(const NDArray& a, float b);
 NDArray div(const NDArray& a, float b);
 NDArray pow(const NDArray& a, float b);
+NDArray add(float a, const NDArray& b);
+NDArray sub(float a, const NDArray& b);
+NDArray mul(float a, const NDArray& b);
+NDArray div(float a, const NDArray& b);
+NDArray pow(float a, const NDArray& b);
 NDArray neg(const NDArray& a);
 NDArray exp(const NDArray& a);
 NDArray log(const NDArray& a);

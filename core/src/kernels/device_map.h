@@ -1,8 +1,9 @@
-// The elementwise functors (functors.h) as data: MapFn names a functor, `describe` turns a functor
-// value into a KernelCall::Map, and `apply_*` run the named functor. A device backend's kernels
-// call apply_* (one kernel per form, a uniform switch inside instead of one kernel per functor);
-// the CPU tests check that apply_*(describe(f)) is f, so the device math is tested on the CPU.
-// Also the per-element Philox value, as a device thread computes it.
+// The elementwise functors (functors.h) as data, every list derived from the op table
+// (asyncnd/detail/op_table.h): MapFn names a functor, `describe` turns a functor value into a
+// KernelCall::Map, and map_element/strided_element run it on one element. A device backend's
+// kernels call these (one kernel per form, a uniform switch inside instead of one kernel per
+// functor); the CPU tests check that they compute f for describe(f), so the device math is tested
+// on the CPU. Also the per-element Philox value, as a device thread computes it.
 #pragma once
 
 #include <cmath>
@@ -19,53 +20,85 @@ namespace kernels {
 using detail::MapFn;
 using detail::MapForm;
 
-// `p` is the functor's own parameter (kSgd's rate), unused by the others.
+// A functor value from its parameter: SgdOp takes the rate, the others take nothing.
+template <class F>
+ASYNCND_HD inline F make_fn(float p) {
+  if constexpr (sizeof(F) == sizeof(float)) {
+    return F{p};
+  } else {
+    (void)p;
+    return F{};
+  }
+}
+
+// apply_binary/apply_unary: the function `fn` of the op table, by value. The switches cover every
+// MapFn of their arity (no default: -Wswitch reports a missed one); a function of the other arity
+// is a caller's bug that describe() never produces, and gives NaN.
 ASYNCND_HD inline float apply_binary(MapFn fn, float a, float b, float p = 0.0f) {
   switch (fn) {
-    case MapFn::kAdd: return AddOp{}(a, b);
-    case MapFn::kSub: return SubOp{}(a, b);
-    case MapFn::kMul: return MulOp{}(a, b);
-    case MapFn::kDiv: return DivOp{}(a, b);
-    case MapFn::kPow: return PowOp{}(a, b);
-    case MapFn::kReluGrad: return ReluGradOp{}(a, b);
-    case MapFn::kEqMask: return EqMaskOp{}(a, b);
-    case MapFn::kFirst: return FirstOp{}(a, b);
-    case MapFn::kSecond: return SecondOp{}(a, b);
-    case MapFn::kSgd: return SgdOp{p}(a, b);
-    default: return a;  // invariant: describe() gives binary forms binary functions only
+#define ASYNCND_APPLY_BINARY(Name, Functor, Cost) \
+  case MapFn::k##Name: return make_fn<Functor>(p)(a, b);
+    ASYNCND_BINARY_FNS(ASYNCND_APPLY_BINARY)
+#undef ASYNCND_APPLY_BINARY
+#define ASYNCND_NOT_BINARY(Name, Functor, Cost) case MapFn::k##Name:
+    ASYNCND_UNARY_FNS(ASYNCND_NOT_BINARY)
+#undef ASYNCND_NOT_BINARY
+    break;
   }
+  return NAN;
 }
 
 ASYNCND_HD inline float apply_unary(MapFn fn, float a) {
   switch (fn) {
-    case MapFn::kCopy: return CopyOp{}(a);
-    case MapFn::kNeg: return NegOp{}(a);
-    case MapFn::kExp: return ExpOp{}(a);
-    case MapFn::kLog: return LogOp{}(a);
-    case MapFn::kSqrt: return SqrtOp{}(a);
-    case MapFn::kSquare: return SquareOp{}(a);
-    case MapFn::kRelu: return ReluOp{}(a);
-    case MapFn::kSigmoid: return SigmoidOp{}(a);
-    case MapFn::kTanh: return TanhOp{}(a);
-    default: return a;  // invariant: describe() gives the unary form unary functions only
+#define ASYNCND_APPLY_UNARY(Name, Functor, Cost) \
+  case MapFn::k##Name: return Functor{}(a);
+    ASYNCND_UNARY_FNS(ASYNCND_APPLY_UNARY)
+#undef ASYNCND_APPLY_UNARY
+#define ASYNCND_NOT_UNARY(Name, Functor, Cost) case MapFn::k##Name:
+    ASYNCND_BINARY_FNS(ASYNCND_NOT_UNARY)
+#undef ASYNCND_NOT_UNARY
+    break;
   }
+  return NAN;
 }
 
-// One output element of a map whose operands are already loaded (b unused by unary forms).
-ASYNCND_HD inline float apply_map(const detail::KernelCall::Map& m, float a, float b) {
+// Output element i of a contiguous map (KernelCall::Kind::kMap): loads the operands as m.form
+// says and applies the function. Device kernels call this per element.
+ASYNCND_HD inline float map_element(const detail::KernelCall::Map& m, const float* a,
+                                    const float* b, std::int64_t i) {
   switch (m.form) {
-    case MapForm::kUnary: return apply_unary(m.fn, a);
-    case MapForm::kBinary: return apply_binary(m.fn, a, b, m.scalar);
-    case MapForm::kScalarRight: return apply_binary(m.fn, a, m.scalar);
-    case MapForm::kScalarLeft: return apply_binary(m.fn, m.scalar, a);
+    case MapForm::kUnary: return apply_unary(m.fn, a[i]);
+    case MapForm::kBinary: return apply_binary(m.fn, a[i], b[i], m.scalar);
+    case MapForm::kScalarRight: return apply_binary(m.fn, a[i], m.scalar);
+    case MapForm::kScalarLeft: return apply_binary(m.fn, m.scalar, a[i]);
+    case MapForm::kOneRight: return apply_binary(m.fn, a[i], b[0], m.scalar);
+    case MapForm::kOneLeft: return apply_binary(m.fn, a[0], b[i], m.scalar);
   }
-  return a;
+  return NAN;
 }
 
-// Offsets into a and b of output element i of a strided map (KernelCall::Strided): i unravelled
-// over the output dims, innermost last, times each input's strides.
-ASYNCND_HD inline void strided_offsets(const detail::KernelCall::Strided& p, std::int64_t i,
-                                       std::int64_t* oa, std::int64_t* ob) {
+// A strided plan by value, for a device kernel's parameters (KernelCall's StridedView points into
+// host memory that lives only until launch returns).
+struct DeviceStrided {
+  int ndim = 0;
+  std::int64_t dims[detail::kMaxKernelDims], sa[detail::kMaxKernelDims],
+      sb[detail::kMaxKernelDims];
+};
+inline DeviceStrided device_strided(const detail::StridedView& v) {
+  DeviceStrided p;
+  p.ndim = v.ndim;  // invariant: <= kMaxKernelDims (checked at the op's call)
+  for (int d = 0; d < v.ndim; ++d) {
+    p.dims[d] = v.dims[d];
+    p.sa[d] = v.sa[d];
+    p.sb[d] = v.sb ? v.sb[d] : 0;
+  }
+  return p;
+}
+
+// Offsets into a and b of output element i of a strided map: i unravelled over the output dims,
+// innermost last, times each input's strides.
+ASYNCND_HD inline void strided_offsets(const DeviceStrided& p, std::int64_t i, std::int64_t* oa,
+                                       std::int64_t* ob) {
   std::int64_t rem = i, a = 0, b = 0;
   for (int d = p.ndim - 1; d >= 0; --d) {
     const std::int64_t idx = rem % p.dims[d];
@@ -77,41 +110,50 @@ ASYNCND_HD inline void strided_offsets(const detail::KernelCall::Strided& p, std
   *ob = b;
 }
 
-// The value a reduction stores from its accumulator over `len` elements (cf. ops_reduce.cpp).
+// Output element i of a strided map (KernelCall::Kind::kMapStrided; its form is kUnary or
+// kBinary).
+ASYNCND_HD inline float strided_element(const detail::KernelCall::Map& m, const DeviceStrided& p,
+                                        const float* a, const float* b, std::int64_t i) {
+  std::int64_t oa, ob;
+  strided_offsets(p, i, &oa, &ob);
+  return m.form == MapForm::kUnary ? apply_unary(m.fn, a[oa])
+                                   : apply_binary(m.fn, a[oa], b[ob], m.scalar);
+}
+
+// The value a reduction stores from its accumulator over `len` elements.
 template <class T>
 ASYNCND_HD inline float reduce_finish(detail::ReduceFn fn, T v, std::int64_t len) {
   switch (fn) {
     case detail::ReduceFn::kMean:
       return static_cast<float>(static_cast<double>(v) / static_cast<double>(len));
     case detail::ReduceFn::kNorm: return static_cast<float>(std::sqrt(static_cast<double>(v)));
-    default: return static_cast<float>(v);
+    case detail::ReduceFn::kSum:
+    case detail::ReduceFn::kMax: break;
   }
+  return static_cast<float>(v);
 }
 
-// describe(f): the Map that apply_map runs as f. Binary functors describe the binary form.
+// describe(f): the Map that map_element runs as f. Binary functors describe the binary form.
 using MapDesc = detail::KernelCall::Map;
-inline MapDesc describe(AddOp) { return {MapFn::kAdd, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(SubOp) { return {MapFn::kSub, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(MulOp) { return {MapFn::kMul, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(DivOp) { return {MapFn::kDiv, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(PowOp) { return {MapFn::kPow, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(CopyOp) { return {MapFn::kCopy, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(NegOp) { return {MapFn::kNeg, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(ExpOp) { return {MapFn::kExp, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(LogOp) { return {MapFn::kLog, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(SqrtOp) { return {MapFn::kSqrt, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(SquareOp) { return {MapFn::kSquare, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(ReluOp) { return {MapFn::kRelu, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(SigmoidOp) { return {MapFn::kSigmoid, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(TanhOp) { return {MapFn::kTanh, MapForm::kUnary, 0.0f}; }
-inline MapDesc describe(ReluGradOp) { return {MapFn::kReluGrad, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(EqMaskOp) { return {MapFn::kEqMask, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(FirstOp) { return {MapFn::kFirst, MapForm::kBinary, 0.0f}; }
-inline MapDesc describe(SecondOp) { return {MapFn::kSecond, MapForm::kBinary, 0.0f}; }
-// The binary form with the rate in Map::scalar (never bound to a scalar operand).
-inline MapDesc describe(SgdOp f) { return {MapFn::kSgd, MapForm::kBinary, f.alpha}; }
-// PowScalarOp{e}(a) is pow(a, e), which is PowOp bound on the right.
-inline MapDesc describe(PowScalarOp f) { return {MapFn::kPow, MapForm::kScalarRight, f.e}; }
+// The parameter of a functor that has one (make_fn's inverse), else 0.
+template <class F>
+float fn_param(const F& f) {
+  if constexpr (sizeof(F) == sizeof(float)) {
+    float p;
+    std::memcpy(&p, &f, sizeof p);
+    return p;
+  } else {
+    return 0.0f;
+  }
+}
+#define ASYNCND_DESCRIBE_BINARY(Name, Functor, Cost) \
+  inline MapDesc describe(Functor f) { return {MapFn::k##Name, MapForm::kBinary, fn_param(f)}; }
+ASYNCND_BINARY_FNS(ASYNCND_DESCRIBE_BINARY)
+#undef ASYNCND_DESCRIBE_BINARY
+#define ASYNCND_DESCRIBE_UNARY(Name, Functor, Cost) \
+  inline MapDesc describe(Functor) { return {MapFn::k##Name, MapForm::kUnary, 0.0f}; }
+ASYNCND_UNARY_FNS(ASYNCND_DESCRIBE_UNARY)
+#undef ASYNCND_DESCRIBE_UNARY
 inline MapDesc bind(MapDesc m, MapForm form, float s) {
   m.form = form;
   m.scalar = s;

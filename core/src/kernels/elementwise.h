@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "asyncnd/detail/kernel_call.h"
 #include "kernels/functors.h"
 #if !defined(__CUDACC__)
 #include "kernels/simd_ops.h"
@@ -22,8 +23,13 @@ namespace kernels {
 // elements) along each dim; 0 along a broadcast dim. Built once at the call (see make_plan).
 struct StridedPlan {
   std::vector<std::int64_t> dims;
-  std::vector<std::int64_t> sa, sb;  // sb is unused by unary plans
+  std::vector<std::int64_t> sa, sb;  // sb is empty for unary plans
+  // The plan as a KernelCall carries it; valid while the plan lives.
+  ::asyncnd::detail::StridedView view() const {
+    return {static_cast<int>(dims.size()), dims.data(), sa.data(), sb.empty() ? nullptr : sb.data()};
+  }
 };
+using StridedView = ::asyncnd::detail::StridedView;
 
 // Max dims of a collapsed plan (NumPy's historical limit); for_each_run keeps an index per dim on
 // the stack. Callers check it at the op's call.
@@ -102,7 +108,7 @@ inline void fill(float* out, std::int64_t begin, std::int64_t end, float v) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = v;
 }
 
-namespace detail {
+namespace impl {
 
 // The innermost run of a broadcast binary op: a and b advance by 0 or 1 each (the only strides a
 // contiguous input has along the last output dim). A fixed operand binds as a scalar, so each
@@ -135,9 +141,9 @@ inline void unary_run(const float* a, std::int64_t sa, float* out, std::int64_t 
 // row), calling run(offset_a, offset_b, out_begin, length). Offsets are updated incrementally:
 // one division per dim at the start only.
 template <class Run>
-inline void for_each_run(const StridedPlan& plan, std::int64_t begin, std::int64_t end, Run run) {
-  const int nd = static_cast<int>(plan.dims.size());
-  const bool two = !plan.sb.empty();
+inline void for_each_run(const StridedView& plan, std::int64_t begin, std::int64_t end, Run run) {
+  const int nd = plan.ndim;
+  const bool two = plan.sb != nullptr;
   std::int64_t idx[kMaxPlanDims];  // invariant: nd <= kMaxPlanDims (checked at the call)
   std::int64_t oa = 0, ob = 0, rem = begin;
   for (int d = nd - 1; d >= 0; --d) {
@@ -173,27 +179,27 @@ inline void for_each_run(const StridedPlan& plan, std::int64_t begin, std::int64
   }
 }
 
-}  // namespace detail
+}  // namespace impl
 
 // out[i] = f(a[pa(i)], b[pb(i)]) over the output range [begin, end) of a broadcast plan.
 template <class F>
-inline void binary_strided(const StridedPlan& plan, const float* a, const float* b, float* out,
+inline void binary_strided(const StridedView& plan, const float* a, const float* b, float* out,
                            std::int64_t begin, std::int64_t end, F f) {
-  const std::int64_t ia = plan.sa.back(), ib = plan.sb.back();
-  detail::for_each_run(plan, begin, end,
+  const std::int64_t ia = plan.sa[plan.ndim - 1], ib = plan.sb[plan.ndim - 1];
+  impl::for_each_run(plan, begin, end,
                        [&](std::int64_t oa, std::int64_t ob, std::int64_t o, std::int64_t n) {
-                         detail::binary_run(a + oa, ia, b + ob, ib, out + o, n, f);
+                         impl::binary_run(a + oa, ia, b + ob, ib, out + o, n, f);
                        });
 }
 
 // out[i] = f(a[pa(i)]) for a strided (e.g. permuted or broadcast) input.
 template <class F>
-inline void unary_strided(const StridedPlan& plan, const float* a, float* out, std::int64_t begin,
+inline void unary_strided(const StridedView& plan, const float* a, float* out, std::int64_t begin,
                           std::int64_t end, F f) {
-  const std::int64_t ia = plan.sa.back();
-  detail::for_each_run(plan, begin, end,
+  const std::int64_t ia = plan.sa[plan.ndim - 1];
+  impl::for_each_run(plan, begin, end,
                        [&](std::int64_t oa, std::int64_t, std::int64_t o, std::int64_t n) {
-                         detail::unary_run(a + oa, ia, out + o, n, f);
+                         impl::unary_run(a + oa, ia, out + o, n, f);
                        });
 }
 

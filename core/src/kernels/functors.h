@@ -1,6 +1,6 @@
-// The per-element math of every elementwise op, as small functors usable on the host and (later)
-// in CUDA kernels: the CPU loops in elementwise.h and a future device backend share these, so the
-// math is tested once on the CPU.
+// The per-element math of every elementwise op, as small functors usable on the host and in CUDA
+// kernels: the CPU loops in elementwise.h and the device backends share these, so the math is
+// tested once on the CPU. The op table (asyncnd/detail/op_table.h) lists them.
 #pragma once
 
 #include <cmath>
@@ -70,11 +70,6 @@ struct SigmoidOp {
 };
 struct TanhOp {
   ASYNCND_HD float operator()(float a) const { return std::tanh(a); }
-};
-// pow with a fixed exponent; the common exponents avoid powf, which is slow and not vectorised.
-struct PowScalarOp {
-  float e;
-  ASYNCND_HD float operator()(float a) const { return std::pow(a, e); }
 };
 
 // Gradient helpers (autograd_grads.cpp, nn.cpp).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "asyncnd/detail/kernel_call.h"
 #include "kernels/functors.h"
 
 namespace asyncnd {
@@ -142,7 +143,7 @@ ASYNCND_HD inline float float_below(float hi) {
   return below;
 }
 
-enum class Dist { kUniform, kNormal };
+using Dist = ::asyncnd::detail::RandomDist;  // the op table's distributions (kernel_call.h)
 
 // Batch of kPhiloxBatch consecutive blocks, structure-of-arrays, so each round is one vector loop.
 constexpr int kPhiloxBatch = 64;

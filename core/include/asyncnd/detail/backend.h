@@ -1,4 +1,6 @@
-// The backend interface: storage and the kernels that are not portable C++, for one device kind.
+// The backend interface: storage, and launch/synchronize for the kernels of one device kind. Every
+// op reaches a backend as a KernelCall (kernel_call.h); docs/architecture.md says how to add a
+// backend.
 // For backend implementers (native/, wasm/); not part of <asyncnd/asyncnd.h>.
 #pragma once
 
@@ -32,25 +34,23 @@ class Backend {
   virtual void* alloc(int device_id, std::size_t bytes) = 0;
   virtual void free(int device_id, void* p, std::size_t bytes) noexcept = 0;
 
-  // Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C, op(A) is [m,k],
-  // op(B) is [k,n]; lda/ldb/ldc are row strides. Runs on the calling thread (an engine worker),
-  // which may use Engine::parallel_for.
-  virtual void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const float* a, std::int64_t lda, const float* b,
-                     std::int64_t ldb, float beta, float* c, std::int64_t ldc) = 0;
+  // Runs or queues one op's kernel (kernel_call.h) on device `device_id`. Called on the engine
+  // worker that runs the op, inside an op that reads the call's inputs and writes its output.
+  //  - A host-addressable backend (the CPU) runs the call to completion on the calling thread,
+  //    which may split it with Engine::parallel_for. `done` is empty and ignored: the op finishes
+  //    when launch returns, or fails with what launch throws.
+  //  - Any other backend queues the call on the device and calls done.done() once later ops of
+  //    this device may use the output (which can be before the device has finished: see
+  //    synchronize), or done.fail(message); it may hand `done` to another thread. Throws
+  //    asyncnd::Error for a failure at launch (the op then fails with that message).
+  // Pointers in `call` beyond its arrays (a strided plan) are valid until launch returns.
+  virtual void launch(int device_id, const KernelCall& call, Completion done) = 0;
 
-  // ---- Device backends: memory the CPU cannot address, kernels that run elsewhere. ------------
-  // (optional) Whether the CPU may read and write this backend's storage and run the portable
-  // kernels on it. Default: true (the CPU backend). A backend that says false implements launch;
-  // core/ then sends every op on its devices there, as a KernelCall.
+  // Whether the CPU may read and write this backend's storage directly. True for the CPU
+  // backends; a backend that says false gets its ops as Engine::push_async ops (see launch), and
+  // arrays on its devices are read through a copy to the CPU.
   virtual bool host_addressable() const { return true; }
-  // (optional) Queues `call` on device `device_id`. Called on that device's engine worker inside
-  // an Engine::push_async op that reads the call's inputs and writes its output. The backend calls
-  // done.done() once later ops of this device may use the output (which can be before the device
-  // has finished: see synchronize), or done.fail(message); it may hand `done` to another thread.
-  // Throws asyncnd::Error for a failure at launch (the op then fails with that message).
-  // Default: throws (a host-addressable backend has no device kernels).
-  virtual void launch(int device_id, const KernelCall& call, Completion done);
+
   // (optional) Blocks until device `device_id` has finished every queued write of the storage at
   // `p` (nullptr: all work queued on the device); throws asyncnd::Error with the device's error
   // text if that work failed. Called by the blocking reads (NDArray::wait_to_read, waitall) after
@@ -95,13 +95,14 @@ std::int64_t profiler_clock_ns() noexcept;
 MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
                               std::uint64_t physical);
 
-// Portable reference SGEMM (same contract as Backend::sgemm), in core/: the fallback when no BLAS
+// Portable reference SGEMM (row-major C = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B)
+// is [k,n]; lda/ldb/ldc are row strides: KernelCall::Gemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.
 void reference_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                      float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
-// Portable fast SGEMM (same contract as Backend::sgemm), in core/: blocked and packed, on a 4x8
+// Portable fast SGEMM (the contract of reference_sgemm), in core/: blocked and packed, on a 4x8
 // SIMD micro-kernel (SSE natively, SIMD128 in WebAssembly). Splits the work across the CPU workers
 // of the process-wide engine with Engine::parallel_for (serial in the naive engine or with one
 // worker); returns when C is complete. Safe to call from several threads at once on different C.

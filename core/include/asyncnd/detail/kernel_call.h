@@ -1,11 +1,14 @@
-// KernelCall: one op's kernel described as plain data, for backends whose memory the CPU cannot
-// address (the CUDA backend). core/ fills one per op and hands it to Backend::launch; the backend
-// runs it with its own kernels over the same host-device functors as the CPU kernels
-// (core/src/kernels/device_map.h). For backend implementers; not part of <asyncnd/asyncnd.h>.
+// KernelCall: one op's kernel described as plain data. Every op, on every device, is validated,
+// allocated and described as one KernelCall at the call, then pushed to the engine; the device's
+// backend runs it (Backend::launch): the CPU backends through core's templated and SIMD loops
+// (core/src/kernels/host_kernels.h), a GPU backend with its own kernels over the same host-device
+// functors (core/src/kernels/device_map.h). For backend implementers; not part of
+// <asyncnd/asyncnd.h>. The enums come from the op table (op_table.h).
 #pragma once
 
 #include <cstdint>
 
+#include "asyncnd/detail/op_table.h"
 #include "asyncnd/device.h"
 
 namespace asyncnd {
@@ -13,70 +16,110 @@ namespace detail {
 
 // The elementwise functions (core/src/kernels/functors.h): binary ones first, then unary ones.
 enum class MapFn : std::uint8_t {
-  kAdd, kSub, kMul, kDiv, kPow,
-  kCopy, kNeg, kExp, kLog, kSqrt, kSquare, kRelu, kSigmoid, kTanh,
-  // autograd and nn helpers (binary form only): relu's gradient, max's mask, broadcast_to,
-  // in-place assignment, and the SGD step w - scalar * g (Map::scalar holds the rate).
-  kReluGrad, kEqMask, kFirst, kSecond, kSgd,
+#define ASYNCND_MAP_FN_ENUM(Name, Functor, Cost) k##Name,
+  ASYNCND_BINARY_FNS(ASYNCND_MAP_FN_ENUM) ASYNCND_UNARY_FNS(ASYNCND_MAP_FN_ENUM)
+#undef ASYNCND_MAP_FN_ENUM
 };
-// How a map reads its operands: f(a), f(a, b), f(a, scalar) or f(scalar, a).
-enum class MapForm : std::uint8_t { kUnary, kBinary, kScalarRight, kScalarLeft };
-enum class ReduceFn : std::uint8_t { kSum, kMean, kMax, kNorm };
+enum class ReduceFn : std::uint8_t {
+#define ASYNCND_REDUCE_FN_ENUM(Name, Acc) k##Name,
+  ASYNCND_REDUCE_FNS(ASYNCND_REDUCE_FN_ENUM)
+#undef ASYNCND_REDUCE_FN_ENUM
+};
+
+// How a map reads its operands, for output element i:
+//   kUnary        f(a[i])
+//   kBinary       f(a[i], b[i])          (with a strided plan: a and b through its strides)
+//   kScalarRight  f(a[i], scalar)        kScalarLeft  f(scalar, a[i])
+//   kOneRight     f(a[i], b[0])          kOneLeft     f(a[0], b[i])   (one operand has a single
+//                                        element, read when the kernel runs)
+// The binary forms pass Map::scalar to a functor that has a parameter (SgdOp's rate).
+enum class MapForm : std::uint8_t { kUnary, kBinary, kScalarRight, kScalarLeft, kOneRight, kOneLeft };
 enum class RandomDist : std::uint8_t { kUniform, kNormal };
 
-// Dims of a broadcast or permutation plan (equals kernels::kMaxPlanDims; checked in core/).
+// Dims of a broadcast or permutation plan (NumPy's historical limit; checked at the op's call).
 constexpr int kMaxKernelDims = 32;
+
+// A strided plan's arrays (core/src/kernels/elementwise.h: StridedPlan): output dims, innermost
+// last, and each input's stride in elements along them (0 along a broadcast dim). sb is null for a
+// unary plan. The arrays live until Backend::launch returns: a backend that runs the call later
+// copies them (the CUDA backend passes them by value as a kernel parameter).
+struct StridedView {
+  int ndim;
+  const std::int64_t* dims;
+  const std::int64_t* sa;
+  const std::int64_t* sb;
+};
 
 struct KernelCall {
   enum class Kind : std::uint8_t {
-    kFill,         // out[i] = map.scalar
-    kArange,       // out[i] = float(arange.start + i * arange.step)
-    kMap,          // out[i] = f(a[i]) / f(a[i], b[i]) / f(a[i], s) / f(s, a[i]); out may be a
-    kMapStrided,   // the same through strided.{dims, sa, sb}: broadcasting or an N-D transpose
-    kReduce,       // a viewed as [outer, len, inner], reduced over len into out [outer, inner]
-    kRandom,       // Philox4x32-10 (kernels/philox.h): the CPU's numbers for (key, stream, i)
+    kFill,       // out[i] = fill.value
+    kArange,     // out[i] = float(arange.start + i * arange.step)
+    kMap,        // out[i] = map (see MapForm); out may be a itself
+    kMapStrided, // the same through strided.plan: broadcasting or an N-D transpose
+    kReduce,     // a viewed as [outer, len, inner], reduced over len into out [outer, inner]
+    kRandom,     // Philox4x32-10 (kernels/philox.h): the CPU's numbers for (key, stream, i)
     kTranspose2d,  // a [rows, cols] -> out [cols, rows]
-    kGemm,         // row-major out = alpha * op(a) * op(b) + beta * out
-    kCopy,         // n floats from a (on copy.src) to out (on copy.dst); one side may be the CPU
+    kGemm,       // row-major out = alpha * op(a) * op(b) + beta * out
+    kCopy,       // n floats from a (on copy.src()) to out (on copy.dst()); one side may be the CPU
   };
+
+  struct Fill {
+    float value;
+  };
+  struct Map {
+    MapFn fn;
+    MapForm form;
+    float scalar;  // the scalar operand, or the functor's parameter
+  };
+  struct Strided {
+    Map map;
+    StridedView plan;
+  };
+  struct Reduce {
+    ReduceFn fn;
+    std::int64_t outer, len, inner;
+  };
+  struct Random {
+    RandomDist dist;
+    std::uint64_t key, stream;
+    float a, b;  // uniform: a + b*u in [a, a+b); normal: a + b*z
+  };
+  struct Arange {
+    double start, step;
+  };
+  struct Gemm {  // op(a) is [m,k], op(b) is [k,n]; lda/ldb/ldc are row strides
+    bool trans_a, trans_b;
+    std::int64_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+  };
+  struct Transpose {
+    std::int64_t rows, cols;
+  };
+  struct Copy {  // plain fields (Device has member initializers, which a union member may not)
+    DeviceKind src_kind, dst_kind;
+    int src_id, dst_id;
+    Device src() const { return Device{src_kind, src_id}; }
+    Device dst() const { return Device{dst_kind, dst_id}; }
+  };
+
   Kind kind = Kind::kFill;
   const float* a = nullptr;
   const float* b = nullptr;
   float* out = nullptr;
   std::int64_t n = 0;  // output elements
-
-  struct Map {
-    MapFn fn = MapFn::kCopy;
-    MapForm form = MapForm::kUnary;
-    float scalar = 0.0f;  // also kFill's value
-  } map;
-  struct Strided {  // output dims and input strides in elements (0 along broadcast dims)
-    int ndim = 0;
-    std::int64_t dims[kMaxKernelDims], sa[kMaxKernelDims], sb[kMaxKernelDims];
-  } strided;
-  struct Reduce {
-    ReduceFn fn = ReduceFn::kSum;
-    std::int64_t outer = 1, len = 0, inner = 1;
-  } reduce;
-  struct Random {
-    RandomDist dist = RandomDist::kUniform;
-    std::uint64_t key = 0, stream = 0;
-    float a = 0.0f, b = 1.0f;  // uniform: a + b*u in [a, a+b); normal: a + b*z
-  } random;
-  struct Arange {
-    double start = 0.0, step = 1.0;
-  } arange;
-  struct Gemm {
-    bool trans_a = false, trans_b = false;
-    std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-    float alpha = 1.0f, beta = 0.0f;
-  } gemm;
-  struct Transpose {
-    std::int64_t rows = 0, cols = 0;
-  } transpose;
-  struct Copy {
-    Device src, dst;
-  } copy;
+  // The fields of `kind`, and only those: a tagged union keeps a call small enough to ride inside
+  // an engine op without an allocation.
+  union {
+    Fill fill{};
+    Map map;
+    Strided strided;
+    Reduce reduce;
+    Random random;
+    Arange arange;
+    Gemm gemm;
+    Transpose transpose;
+    Copy copy;
+  };
 };
 
 }  // namespace detail

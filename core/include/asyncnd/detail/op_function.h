@@ -1,6 +1,6 @@
 // OpFunction: the callable an op runs. Like std::function<void()>, but move-only and with room
-// for 48 bytes of captures inline, so that pushing an op allocates nothing (libstdc++'s
-// std::function allocates past 16 bytes, i.e. for most kernels' captures).
+// for 136 bytes of captures inline (an op's KernelCall, its backend and what it keeps alive), so
+// that pushing an op allocates nothing (libstdc++'s std::function allocates past 16 bytes).
 #pragma once
 
 #include <cstddef>
@@ -19,7 +19,7 @@ struct IsStdFunction<std::function<R(A...)>> : std::true_type {};
 
 class OpFunction {
  public:
-  static constexpr std::size_t kInline = 48;
+  static constexpr std::size_t kInline = 136;
 
   OpFunction() noexcept = default;
   OpFunction(std::nullptr_t) noexcept {}  // NOLINT: implicit, like std::function's
