@@ -141,6 +141,14 @@ inline const std::vector<OpCase>& conformance_cases() {
       {"reshape [4,6] to [2,-1] then *2", {{{4, 6}}},
        [](const Ins& x, Device) { return x[0].reshape({2, -1}) * 2.0f; },
        [](const Vals& v) { return ref::unary(v[0], [](double a) { return 2.0 * a; }); }},
+      {"broadcast_to [3,1] to [2,3,4]", {{{3, 1}}},
+       [](const Ins& x, Device) { return nd::broadcast_to(x[0], {2, 3, 4}); },
+       [](const Vals& v) {
+         return ref::binary(v[0], {3, 1}, ref::Values(24, 0.0), {2, 3, 4}, [](double a, double) { return a; });
+       }},
+      // copy_to the array's own device (the cross-device copies are test_device_path.cpp's).
+      {"copy_to [6,5]", {{{6, 5}}}, [](const Ins& x, Device d) { return nd::copy_to(x[0], d); },
+       [](const Vals& v) { return v[0]; }},
       {"copy", {{{5, 7}}}, [](const Ins& x, Device) { return x[0].copy(); },
        [](const Vals& v) { return v[0]; }},
   };

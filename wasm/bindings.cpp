@@ -25,6 +25,10 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("unary", &w::unary);
   function("binary", &w::binary);
   function("scalar", &w::scalar);
+  function("scalarLeft", &w::scalar_left);
+  function("opTable", &w::op_table);
+  function("broadcastTo", &w::broadcast_to);
+  function("copyTo", &w::copy_to);
   function("dot", &w::dot);
   function("transpose", &w::transpose);
   function("reshape", &w::reshape);

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
+#include "asyncnd/detail/op_table.h"
 
 namespace asyncnd {
 namespace wasm {
@@ -52,20 +54,62 @@ void finish_gate(std::map<int, Gate>::iterator it) {
   c.done();
 }
 
-enum Unary { kNeg, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh };
-enum Binary { kAdd, kSub, kMul, kDiv, kPow };
-constexpr int kScalarLeft = 16;  // scalar(code + kScalarLeft): s op a
-enum Reduce { kSum, kMean, kMax, kNorm };
+// The op codes JavaScript passes: an op's index in its list of the op table
+// (asyncnd/detail/op_table.h). op_table() gives JavaScript the names in that order.
+using UnaryFn = NDArray (*)(const NDArray&);
+using BinaryFn = NDArray (*)(const NDArray&, const NDArray&);
+using ScalarRightFn = NDArray (*)(const NDArray&, float);
+using ScalarLeftFn = NDArray (*)(float, const NDArray&);
+using ReduceAxisFn = NDArray (*)(const NDArray&, int, bool);
 
-NDArray apply_binary(int code, const NDArray& a, const NDArray& b) {
-  switch (code) {
-    case kAdd: return nd::add(a, b);
-    case kSub: return nd::sub(a, b);
-    case kMul: return nd::mul(a, b);
-    case kDiv: return nd::div(a, b);
-    case kPow: return nd::pow(a, b);
+const UnaryFn kUnary[] = {
+#define ASYNCND_JS_UNARY(name, Name) [](const NDArray& a) { return nd::name(a); },
+    ASYNCND_UNARY_OPS(ASYNCND_JS_UNARY)
+#undef ASYNCND_JS_UNARY
+};
+const BinaryFn kBinary[] = {
+#define ASYNCND_JS_BINARY(name, Name) [](const NDArray& a, const NDArray& b) { return nd::name(a, b); },
+    ASYNCND_BINARY_OPS(ASYNCND_JS_BINARY)
+#undef ASYNCND_JS_BINARY
+};
+const ScalarRightFn kScalarRight[] = {
+#define ASYNCND_JS_RIGHT(name, Name) [](const NDArray& a, float s) { return nd::name(a, s); },
+    ASYNCND_BINARY_OPS(ASYNCND_JS_RIGHT)
+#undef ASYNCND_JS_RIGHT
+};
+const ScalarLeftFn kScalarLeft[] = {
+#define ASYNCND_JS_LEFT(name, Name) [](float s, const NDArray& a) { return nd::name(s, a); },
+    ASYNCND_BINARY_OPS(ASYNCND_JS_LEFT)
+#undef ASYNCND_JS_LEFT
+};
+const UnaryFn kReduceAll[] = {
+#define ASYNCND_JS_REDUCE(name, Name) [](const NDArray& a) { return nd::name(a); },
+    ASYNCND_REDUCE_OPS(ASYNCND_JS_REDUCE)
+#undef ASYNCND_JS_REDUCE
+};
+// nd::<name>(a, axis, keepdims) where the reduction has an axis form, else null (norm).
+template <class F>
+ReduceAxisFn axis_form(F f) {
+  if constexpr (std::is_invocable_v<F, const NDArray&, int, bool>) {
+    return f;  // a captureless generic lambda converts to the function pointer
+  } else {
+    (void)f;
+    return nullptr;
   }
-  throw Error("binary: unknown op code " + std::to_string(code));
+}
+const ReduceAxisFn kReduceAxis[] = {
+#define ASYNCND_JS_REDUCE_AXIS(name, Name) \
+  axis_form([](const auto& a, int axis, bool keep) -> decltype(nd::name(a, axis, keep)) { return nd::name(a, axis, keep); }),
+    ASYNCND_REDUCE_OPS(ASYNCND_JS_REDUCE_AXIS)
+#undef ASYNCND_JS_REDUCE_AXIS
+};
+
+// The entry of `table` for `code`, or "<op>: unknown op code N".
+template <class T, std::size_t N>
+T entry(const T (&table)[N], int code, const char* op) {
+  if (code < 0 || static_cast<std::size_t>(code) >= N)
+    throw Error(std::string(op) + ": unknown op code " + std::to_string(code));
+  return table[code];
 }
 
 }  // namespace
@@ -205,42 +249,19 @@ int seed(double s) {
 }
 
 int unary(int code, int h) {
-  return make([&] {
-    const NDArray& a = get(h);
-    switch (code) {
-      case kNeg: return nd::neg(a);
-      case kExp: return nd::exp(a);
-      case kLog: return nd::log(a);
-      case kSqrt: return nd::sqrt(a);
-      case kRelu: return nd::relu(a);
-      case kSigmoid: return nd::sigmoid(a);
-      case kTanh: return nd::tanh(a);
-    }
-    throw Error("unary: unknown op code " + std::to_string(code));
-  });
+  return make([&] { return entry(kUnary, code, "unary")(get(h)); });
 }
 
 int binary(int code, int a, int b) {
-  return make([&] { return apply_binary(code, get(a), get(b)); });
+  return make([&] { return entry(kBinary, code, "binary")(get(a), get(b)); });
 }
 
 int scalar(int code, int h, float s) {
-  return make([&] {
-    const NDArray& a = get(h);
-    switch (code) {
-      case kAdd: return nd::add(a, s);
-      case kSub: return nd::sub(a, s);
-      case kMul: return nd::mul(a, s);
-      case kDiv: return nd::div(a, s);
-      case kPow: return nd::pow(a, s);
-      case kScalarLeft + kSub: return s - a;
-      case kScalarLeft + kDiv: return s / a;
-    }
-    // Other scalar-left forms (s + a, s * a, s ** a) go through a full array of s: broadcasting
-    // gives the same shape, and the op stays queued.
-    if (code >= kScalarLeft) return apply_binary(code - kScalarLeft, nd::full({}, s, a.device()), a);
-    throw Error("scalar: unknown op code " + std::to_string(code));
-  });
+  return make([&] { return entry(kScalarRight, code, "scalar")(get(h), s); });
+}
+
+int scalar_left(int code, float s, int h) {
+  return make([&] { return entry(kScalarLeft, code, "scalar")(s, get(h)); });
 }
 
 int dot(int a, int b) {
@@ -253,29 +274,45 @@ int reshape(int h, val shape) {
   return make([&] { return nd::reshape(get(h), to_shape(shape, "reshape", true)); });
 }
 
+int broadcast_to(int h, val shape) {
+  return make([&] { return nd::broadcast_to(get(h), to_shape(shape, "broadcastTo")); });
+}
+int copy_to(int h) {
+  return make([&] { return nd::copy_to(get(h), Device::cpu()); });
+}
+
 int reduce_all(int code, int h) {
-  return make([&] {
-    const NDArray& a = get(h);
-    switch (code) {
-      case kSum: return nd::sum(a);
-      case kMean: return nd::mean(a);
-      case kMax: return nd::max(a);
-      case kNorm: return nd::norm(a);
-    }
-    throw Error("reduce: unknown op code " + std::to_string(code));
-  });
+  return make([&] { return entry(kReduceAll, code, "reduce")(get(h)); });
 }
 
 int reduce(int code, int h, int axis, bool keepdims) {
   return make([&] {
-    const NDArray& a = get(h);
-    switch (code) {
-      case kSum: return nd::sum(a, axis, keepdims);
-      case kMean: return nd::mean(a, axis, keepdims);
-      case kMax: return nd::max(a, axis, keepdims);
+    const ReduceAxisFn f = entry(kReduceAxis, code, "reduce");
+    if (!f) {
+      throw Error(std::string(detail::kOpNames[detail::kUnaryOpCount + detail::kBinaryOpCount + code]) +
+                  ": has no axis form (it reduces over every element)");
     }
-    throw Error("reduce: op code " + std::to_string(code) + " has no axis form");
+    return f(get(h), axis, keepdims);
   });
+}
+
+val op_table() {
+  const auto names = [](std::size_t first, std::size_t count) {
+    val a = val::array();
+    for (std::size_t i = 0; i < count; ++i) a.call<void>("push", std::string(detail::kOpNames[first + i]));
+    return a;
+  };
+  constexpr std::size_t kU = detail::kUnaryOpCount, kB = detail::kBinaryOpCount;
+  constexpr std::size_t kR = detail::kReduceOpCount, kO = detail::kOtherOpCount;
+  val t = val::object();
+  t.set("unary", names(0, kU));
+  t.set("binary", names(kU, kB));
+  t.set("reduce", names(kU + kB, kR));
+  t.set("other", names(kU + kB + kR, kO));
+  val axis = val::array();
+  for (ReduceAxisFn f : kReduceAxis) axis.call<void>("push", f != nullptr);
+  t.set("reduceHasAxis", axis);
+  return t;
 }
 
 val shape(int h) {

@@ -48,18 +48,24 @@ int random_uniform(val shape, float lo, float hi);
 int random_normal(val shape, float mean, float stddev);
 int seed(double s);
 
-// Elementwise (non-blocking). Codes: see the enums in glue.cpp (mirrored in the JS wrapper).
+// Elementwise (non-blocking). Codes: an op's index in its list of op_table().
 int unary(int code, int h);
 int binary(int code, int a, int b);
-int scalar(int code, int a, float s);  // codes >= 16 put the scalar on the left (s - a, s / a)
+int scalar(int code, int a, float s);       // a op s
+int scalar_left(int code, float s, int a);  // s op a
 
 // Linear algebra and reductions (non-blocking): reduce_all over every element, reduce over one
-// axis (negative counts from the end). Codes: sum, mean, max, norm (norm: reduce_all only).
+// axis (negative counts from the end). Codes: op_table().reduce (reduce: where reduceHasAxis).
 int dot(int a, int b);
 int transpose(int h);
 int reshape(int h, val shape);
+int broadcast_to(int h, val shape);
+int copy_to(int h);  // to the CPU, the module's only device: a copy
 int reduce_all(int code, int h);
 int reduce(int code, int h, int axis, bool keepdims);
+// The op table's public ops by list, in op-code order: {unary, binary, reduce, other: [names],
+// reduceHasAxis: [bool]}. index.cjs reads its op codes from it.
+val op_table();
 
 // Information (non-blocking).
 val shape(int h);

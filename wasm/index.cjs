@@ -11,11 +11,6 @@ function onBrowserMainThread() {
          typeof WorkerGlobalScope === 'undefined';
 }
 
-// Op codes shared with glue.cpp (enums Unary, Binary, Reduce; kScalarLeft).
-const UNARY = { neg: 0, exp: 1, log: 2, sqrt: 3, relu: 4, sigmoid: 5, tanh: 6 };
-const BINARY = { add: 0, sub: 1, mul: 2, div: 3, pow: 4 };
-const SCALAR_LEFT = 16;
-const REDUCE = { sum: 0, mean: 1, max: 2, norm: 3 };
 const MAX_THREADS = 64;
 
 // JavaScript numbers are doubles, and Embind converts them to C++ int with ToInt32 (2**32 becomes
@@ -59,7 +54,16 @@ function defaultThreads() {
   return Math.max(1, hw - 1);
 }
 
+// The op codes: an op's index in its list of the module's op table (core's op_table.h, exported
+// by glue.cpp), e.g. UNARY.exp.
+function opCodes(M) {
+  const t = M.opTable();
+  const codes = (names) => Object.fromEntries(names.map((n, i) => [n, i]));
+  return { table: t, UNARY: codes(t.unary), BINARY: codes(t.binary), REDUCE: codes(t.reduce) };
+}
+
 function makeApi(M, threads) {
+  const { table: OP_TABLE, UNARY, BINARY, REDUCE } = opCodes(M);
   const check = (r) => {
     if (r < 0) throw new Error(M.takeError());
     return r;
@@ -160,6 +164,17 @@ function makeApi(M, threads) {
       if (shape.length === 1 && Array.isArray(shape[0])) shape = shape[0];
       return wrap(M.reshape(this._handle('reshape'), shapeArg(shape, 'reshape', true)));
     }
+    // This array broadcast (NumPy rules) to `shape`, as a new array.
+    broadcastTo(shape) {
+      return wrap(M.broadcastTo(this._handle('broadcastTo'), shapeArg(shape, 'broadcastTo')));
+    }
+    // A copy on `device`: the module has one device, the CPU ('cpu' or 'cpu(0)').
+    copyTo(device = 'cpu') {
+      if (device !== 'cpu' && device !== 'cpu(0)') {
+        throw new Error(`copyTo: no device ${show(device)}: the WebAssembly build has only the CPU, 'cpu'`);
+      }
+      return wrap(M.copyTo(this._handle('copyTo')));
+    }
     sum(axis, keepdims = false) { return reduce('sum', this, axis, keepdims); }
     mean(axis, keepdims = false) { return reduce('mean', this, axis, keepdims); }
     max(axis, keepdims = false) { return reduce('max', this, axis, keepdims); }
@@ -232,7 +247,7 @@ function makeApi(M, threads) {
   function binary(op, a, b) {
     if (typeof a === 'number') {
       if (typeof b === 'number') throw new TypeError(`${op}: at least one argument must be an NDArray`);
-      return wrap(M.scalar(BINARY[op] + SCALAR_LEFT, asArray(b, op), a));
+      return wrap(M.scalarLeft(BINARY[op], a, asArray(b, op)));
     }
     if (typeof b === 'number') return wrap(M.scalar(BINARY[op], asArray(a, op), b));
     return wrap(M.binary(BINARY[op], asArray(a, op), asArray(b, op)));
@@ -397,6 +412,8 @@ function makeApi(M, threads) {
     dot,
     transpose: (a) => a.transpose(),
     reshape: (a, shape) => a.reshape(shape),
+    broadcastTo: (a, shape) => a.broadcastTo(shape),
+    copyTo: (a, device) => a.copyTo(device),
     sum: (a, axis, keepdims) => reduce('sum', a, axis, keepdims),
     mean: (a, axis, keepdims) => reduce('mean', a, axis, keepdims),
     max: (a, axis, keepdims) => reduce('max', a, axis, keepdims),
@@ -467,6 +484,14 @@ function makeApi(M, threads) {
       // maximum heap (512 MiB of 2 GiB), or ASYNCND_MAX_INFLIGHT_OPS/_BYTES (Node).
       resetMaxInflight() { check(M.resetMaxInflight()); },
     },
+    // The public ops of the op table, by kind: { unary, binary, reduce, other: [names] }. Each is
+    // a method of NDArray (x.exp()) and a function of nd (nd.exp(x)).
+    ops: Object.freeze({
+      unary: Object.freeze([...OP_TABLE.unary]),
+      binary: Object.freeze([...OP_TABLE.binary]),
+      reduce: Object.freeze([...OP_TABLE.reduce]),
+      other: Object.freeze([...OP_TABLE.other]),
+    }),
     profiler: {
       start() { check(M.profilerStart()); },
       // Stops recording; returns the Chrome trace JSON (open it in Perfetto or chrome://tracing).

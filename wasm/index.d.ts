@@ -38,6 +38,10 @@ export interface NDArray {
   readonly T: NDArray;
   reshape(shape: Shape): NDArray;
   reshape(...shape: number[]): NDArray;
+  /** This array broadcast (NumPy rules) to `shape`, as a new array. */
+  broadcastTo(shape: Shape): NDArray;
+  /** A copy on `device`: the WebAssembly build has one device, the CPU. */
+  copyTo(device?: 'cpu' | 'cpu(0)'): NDArray;
   sum(axis?: number, keepdims?: boolean): NDArray;
   mean(axis?: number, keepdims?: boolean): NDArray;
   max(axis?: number, keepdims?: boolean): NDArray;
@@ -256,6 +260,8 @@ export interface Asyncnd {
   dot(a: NDArray, b: NDArray): NDArray;
   transpose(a: NDArray): NDArray;
   reshape(a: NDArray, shape: Shape): NDArray;
+  broadcastTo(a: NDArray, shape: Shape): NDArray;
+  copyTo(a: NDArray, device?: 'cpu' | 'cpu(0)'): NDArray;
   sum(a: NDArray, axis?: number, keepdims?: boolean): NDArray;
   mean(a: NDArray, axis?: number, keepdims?: boolean): NDArray;
   max(a: NDArray, axis?: number, keepdims?: boolean): NDArray;
@@ -285,6 +291,13 @@ export interface Asyncnd {
     setMaxInflight(bound: { ops?: number; bytes?: number }): void;
     /** Restores the bounds the engine started with (the defaults, or the environment's). */
     resetMaxInflight(): void;
+  };
+  /** The public ops of core's op table, by kind; each is an NDArray method and an nd function. */
+  readonly ops: {
+    readonly unary: readonly string[];
+    readonly binary: readonly string[];
+    readonly reduce: readonly string[];
+    readonly other: readonly string[];
   };
   profiler: {
     start(): void;
