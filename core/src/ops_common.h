@@ -16,8 +16,8 @@
 namespace asyncnd {
 namespace detail {
 
-// Elements per parallel_for chunk: large enough that a hand-off to another worker (~0.3 us
-// spinning, ~50 us parked) is small next to the work, small enough to split 1M-element ops.
+// Elements per parallel_for chunk: large enough that a hand-off to another worker is small next
+// to the work, small enough to split 1M-element ops (bench/README.md, "Hand-offs and grain sizes").
 constexpr std::int64_t kGrain = 32768;
 
 // "<op>: array is empty (default-constructed)" for a handle that holds no array.
