@@ -59,8 +59,9 @@ test: build
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
 
-# Emscripten's tools need Node to find Debian's acorn (TOOLCHAIN.md). The first build with these
-# flags also builds Emscripten's system libraries into its cache (once, a few minutes).
+# Emscripten's tools need Node to find Debian's acorn: without NODE_PATH, em++ fails in
+# acorn-optimizer.js ("Cannot find module 'acorn'"). The first build with these flags also builds
+# Emscripten's system libraries into its cache (once, a few minutes).
 EMENV := NODE_PATH=/usr/share/nodejs
 wasm: setup
 	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm

@@ -25,6 +25,9 @@
 #include <vector>
 
 #if ASYNCND_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
 #include "cuda/cuda_backend.h"
 #endif
 
@@ -42,6 +45,70 @@ void record(const std::string& key, double v, const char* what) {
 }
 
 #if ASYNCND_HAVE_CUDA
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorName(e) + ": " +
+                cudaGetErrorString(e));
+  }
+}
+void check_blas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw Error(std::string("cublas: ") + what + ": " + cublasGetStatusName(s) + ": " +
+                cublasGetStatusString(s));
+  }
+}
+
+// Seconds per cuBLAS SGEMM of two n x n matrices on `device`, called directly on a stream of its
+// own (no engine): one warm-up call, then `reps` calls and one synchronisation. Blocking. Throws
+// asyncnd::Error (CUDA or cuBLAS error).
+double direct_sgemm_seconds(int device, std::int64_t n, int reps) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * sizeof(float);
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t h = nullptr;
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  auto cleanup = [&] {
+    if (h) cublasDestroy(h);
+    if (stream) cudaStreamDestroy(stream);
+    if (t0) cudaEventDestroy(t0);
+    if (t1) cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+  };
+  try {
+    check(cudaMalloc(&a, bytes), "cudaMalloc");
+    check(cudaMalloc(&b, bytes), "cudaMalloc");
+    check(cudaMalloc(&c, bytes), "cudaMalloc");
+    check(cudaMemset(a, 0, bytes), "cudaMemset");
+    check(cudaMemset(b, 0, bytes), "cudaMemset");
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreate(&t0), "cudaEventCreate");
+    check(cudaEventCreate(&t1), "cudaEventCreate");
+    check_blas(cublasCreate(&h), "cublasCreate");
+    check_blas(cublasSetStream(h, stream), "cublasSetStream");
+    check_blas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    const int ni = static_cast<int>(n);
+    const float one = 1.0f, zero = 0.0f;
+    for (int r = -1; r < reps; ++r) {  // r == -1: warm-up
+      if (r == 0) check(cudaEventRecord(t0, stream), "cudaEventRecord");
+      check_blas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b, ni, a, ni, &zero,
+                             c, ni),
+                 "cublasSgemm");
+    }
+    check(cudaEventRecord(t1, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(t1), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, t0, t1), "cudaEventElapsedTime");
+    cleanup();
+    return static_cast<double>(ms) / 1000.0 / (reps > 0 ? reps : 1);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
 void bench_sgemm(const Device gpu) {
   const std::int64_t n = 4096;
   const int reps = 10;
@@ -50,7 +117,7 @@ void bench_sgemm(const Device gpu) {
   const NDArray a = nd::random_normal({n, n}, 0, 1, gpu), b = nd::random_normal({n, n}, 0, 1, gpu);
   nd::dot(a, b).wait_to_read();  // warm-up
   for (int run = 0; run < 5; ++run) {
-    direct.push_back(flops / detail::cuda_direct_sgemm_seconds(gpu.id, n, reps) / 1e9);
+    direct.push_back(flops / direct_sgemm_seconds(gpu.id, n, reps) / 1e9);
     auto t0 = Clock::now();
     for (int r = 0; r < reps; ++r) nd::dot(a, b);
     nd::waitall();

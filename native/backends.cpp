@@ -1,4 +1,5 @@
-// The backends built into the native library: the one file with backend #ifs (STYLE.md).
+// The backends built into the native library: the one file with backend #ifs, so that core/ and
+// the public headers look the same whatever backends were built.
 #include <unistd.h>
 
 #include <cstdint>

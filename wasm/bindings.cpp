@@ -73,11 +73,4 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("nnSgdSetLr", &w::nn_sgd_set_lr);
   function("nnRelease", &w::nn_release);
   function("nnLiveObjects", &w::nn_live_objects);
-  function("failingOp", &w::failing_op);
-  function("gateOp", &w::gate_op);
-  function("openGate", &w::open_gate);
-  function("benchVars", &w::bench_vars);
-  function("pushEmpty", &w::push_empty);
-  function("benchVarsFree", &w::bench_vars_free);
-  function("benchCoreAdds", &w::bench_core_adds);
 }

@@ -3,13 +3,10 @@
 #include "glue.h"
 #include "glue_internal.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <sstream>
 #include <type_traits>
 #include <utility>
@@ -32,27 +29,6 @@ bool g_has_error = false;
 std::vector<NDArray> g_slots;
 std::vector<int> g_free;
 int g_live = 0;
-std::vector<Var> g_bench_vars;
-
-// Gates (gate_op): completed by the JS thread, armed by a worker; either may come first.
-struct Gate {
-  bool opened = false, armed = false;
-  float value = 0;
-  float* data = nullptr;
-  std::int64_t n = 0;
-  Completion completion;
-};
-std::mutex g_gates_mu;
-std::map<int, Gate> g_gates;
-
-// Caller holds g_gates_mu; the gate has been opened and armed.
-void finish_gate(std::map<int, Gate>::iterator it) {
-  Gate& g = it->second;
-  std::fill(g.data, g.data + g.n, g.value);
-  Completion c = std::move(g.completion);
-  g_gates.erase(it);
-  c.done();
-}
 
 // The op codes JavaScript passes: an op's index in its list of the op table
 // (asyncnd/detail/op_table.h). op_table() gives JavaScript the names in that order.
@@ -504,104 +480,6 @@ val profiler_events() {
         return out;
       },
       val::null());
-}
-
-int failing_op(int h, std::string message) {
-  return make([&] {
-    const NDArray& a = get(h);
-    NDArray out = nd::empty(a.shape(), a.device());
-    PushOptions opts;
-    opts.name = "failing_op";
-    engine().push([message] { throw Error(message); }, {a.var()}, {out.var()}, opts);
-    return out;
-  });
-}
-
-int gate_op(val shape) {
-  return guarded(
-      [&] {
-        NDArray out = nd::empty(to_shape(shape, "gate_op"));
-        float* data = const_cast<float*>(out.unsafe_data());
-        const std::int64_t n = out.size();
-        const int h = put(out);
-        {
-          std::lock_guard<std::mutex> lk(g_gates_mu);
-          Gate& g = g_gates[h];
-          g.data = data;
-          g.n = n;
-        }
-        PushOptions opts;
-        opts.name = "gate";
-        engine().push_async(
-            [h](Completion c) {
-              std::lock_guard<std::mutex> lk(g_gates_mu);
-              auto it = g_gates.find(h);
-              it->second.completion = std::move(c);
-              it->second.armed = true;
-              if (it->second.opened) finish_gate(it);
-            },
-            {}, {out.var()}, opts);
-        return h;
-      },
-      -1);
-}
-
-int open_gate(int id, float value) {
-  return guarded(
-      [&] {
-        std::lock_guard<std::mutex> lk(g_gates_mu);
-        auto it = g_gates.find(id);
-        if (it == g_gates.end() || it->second.opened) {
-          throw Error("open_gate: no closed gate " + std::to_string(id));
-        }
-        it->second.opened = true;
-        it->second.value = value;
-        if (it->second.armed) finish_gate(it);
-        return 0;
-      },
-      -1);
-}
-
-int bench_vars(int n) {
-  return guarded(
-      [&] {
-        if (n < 1) throw Error("bench_vars: n must be at least 1");
-        g_bench_vars.clear();
-        for (int i = 0; i < n; ++i) g_bench_vars.push_back(engine().new_var());
-        return n;
-      },
-      -1);
-}
-
-int push_empty(int r, int w) {
-  // No bounds check beyond the vector's: a benchmark hook, called with indices it made.
-  return guarded(
-      [&] {
-        engine().push([] {}, {g_bench_vars.at(static_cast<std::size_t>(r))},
-                      {g_bench_vars.at(static_cast<std::size_t>(w))});
-        return 0;
-      },
-      -1);
-}
-
-int bench_vars_free() {
-  return guarded(
-      [] {
-        for (Var& v : g_bench_vars) engine().delete_var(std::move(v));
-        g_bench_vars.clear();
-        return 0;
-      },
-      -1);
-}
-
-int bench_core_adds(int h, int n) {
-  return guarded(
-      [&] {
-        const NDArray& a = get(h);
-        for (int i = 0; i < n; ++i) NDArray y = a + 1.0f;
-        return 0;
-      },
-      -1);
 }
 
 }  // namespace wasm

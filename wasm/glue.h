@@ -127,21 +127,5 @@ int nn_sgd_set_lr(int sgd, float lr);
 void nn_release(int id);
 int nn_live_objects();
 
-// For tests and benchmarks.
-// An op that reads h and fails at run time with `message` (its output is poisoned).
-int failing_op(int h, std::string message);
-// A gate: an array of `shape` whose computing op (asynchronous: push_async) finishes only when
-// open_gate(id, value) fills it with `value`. Returns the array's handle; the gate id is the
-// same number. For tests that need an op to stay pending for as long as they like.
-int gate_op(val shape);
-int open_gate(int id, float value);
-// A pool of n engine variables, and an empty op that reads pool[r] and writes pool[w].
-int bench_vars(int n);
-int push_empty(int r, int w);
-int bench_vars_free();
-// n times (a + 1, then drop the result) inside C++: the core's cost of a tiny op without the JS
-// wrapper and Embind (the benchmark compares it with the same loop written in JavaScript).
-int bench_core_adds(int h, int n);
-
 }  // namespace wasm
 }  // namespace asyncnd

@@ -1,6 +1,6 @@
 // asyncnd for JavaScript: loads the WebAssembly module (dist/) and wraps its Embind functions
-// (bindings.cpp) in the API of DESIGN.md: NDArray methods, nd.* creation functions, barriers,
-// `await x.data()`, tidy/delete, engine stats, the profiler. Types: index.d.ts.
+// (bindings.cpp) in the package's API (README.md): NDArray methods, nd.* creation functions,
+// barriers, `await x.data()`, tidy/delete, engine stats, the profiler. Types: index.d.ts.
 'use strict';
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node);
@@ -508,27 +508,13 @@ function makeApi(M, threads) {
         return e;
       },
     },
-
-    // Hooks for the package's tests and benchmarks; not a stable API.
-    _testing: {
-      // An array that a queued op fails to compute, with `message`, when it runs.
-      failingOp: (x, message) => wrap(M.failingOp(asArray(x, 'failingOp'), String(message))),
-      // An array whose op stays pending until open(value) fills it: { array, open(value) }.
-      gate(shape) {
-        const array = wrap(M.gateOp(shapeArg(shape, 'gate')));
-        const id = array._h;
-        return { array, open: (value) => { check(M.openGate(id, numArg('gate.open', 'value', value))); } };
-      },
-      benchVars: (n) => check(M.benchVars(intArg('benchVars', 'n', n, 0, INT32_MAX))),
-      pushEmpty: (r, w) => check(M.pushEmpty(intArg('pushEmpty', 'r', r, INT32_MIN, INT32_MAX),
-                                             intArg('pushEmpty', 'w', w, INT32_MIN, INT32_MAX))),
-      benchVarsFree: () => check(M.benchVarsFree()),
-      pushEmptyUnchecked: M.pushEmpty,  // the benchmark's raw push: no argument checks, on purpose
-      coreAdds: (x, n) => check(M.benchCoreAdds(asArray(x, 'coreAdds'), intArg('coreAdds', 'n', n, 0, INT32_MAX))),
-    },
   };
   nd.autograd = makeAutograd();
   nd.nn = makeNN();
+  // A module linked with extra bindings (the build tree's hooks module for the package's tests and
+  // the benchmarks: wasm/testing/, bench/wasm/) adds its wrappers here; the package's module
+  // registers none.
+  for (const extend of M.asyncndExtensions || []) extend(nd, { check, wrap, asArray, intArg, numArg, shapeArg });
 
   function makeAutograd() {
     // Runs fn with this thread's recording flag set to `on`, then restores it (fn must be
@@ -782,19 +768,27 @@ const instances = new Map();
 const scriptUrl = typeof document !== 'undefined' && document.currentScript && document.currentScript.src
   ? document.currentScript.src : null;
 
+// Node: the path of the module's asyncnd.js, dist/ by default; moduleUrl (a path or a file: URL)
+// names another build of it, with its .wasm and .worker.js next to it.
+function nodeModulePath(moduleUrl) {
+  const path = require('path');
+  if (!moduleUrl) return path.join(__dirname, 'dist', 'asyncnd.js');
+  return String(moduleUrl).startsWith('file:') ? require('url').fileURLToPath(moduleUrl) : path.resolve(moduleUrl);
+}
+
 // The Emscripten factory: required in Node (and by bundlers); in a browser without a module
 // system, the global that the classic script dist/asyncnd.js defines (load it first: a <script>
 // tag, or importScripts in a Worker).
-function moduleFactory() {
-  if (isNode) return require('./dist/asyncnd.js');
+function moduleFactory(moduleUrl) {
+  // module.require for another build: a bundler sees only the literal require of dist/.
+  if (isNode) return moduleUrl ? module.require(nodeModulePath(moduleUrl)) : require('./dist/asyncnd.js');
   if (typeof createAsyncndModule === 'function') return createAsyncndModule;  // eslint-disable-line no-undef
   if (typeof require === 'function') return require('./dist/asyncnd.js');
   throw new Error('load: dist/asyncnd.js is not loaded: add it with a <script> tag or importScripts() before this file');
 }
 
 async function instantiate(threads, moduleUrl) {
-  const path = isNode ? require('path') : null;
-  const factory = moduleFactory();
+  const factory = moduleFactory(moduleUrl);
   const options = { asyncndPoolSize: threads };
   if (!isNode) {
     // Browsers: the .wasm and the pthread workers' script are found from the URL of
@@ -809,7 +803,7 @@ async function instantiate(threads, moduleUrl) {
   }
   if (isNode) {
     // Node 20's fetch cannot read a file path: hand the loader the bytes.
-    options.wasmBinary = require('fs').readFileSync(path.join(__dirname, 'dist', 'asyncnd.wasm'));
+    options.wasmBinary = require('fs').readFileSync(nodeModulePath(moduleUrl).replace(/\.js$/, '.wasm'));
   }
   const M = await factory(options);
   if (isNode) {
@@ -830,20 +824,22 @@ async function instantiate(threads, moduleUrl) {
 
 // Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
 // 1). Resolves with the API object (`nd`). In a browser, `moduleUrl` is the URL of
-// dist/asyncnd.js (default on a page: next to this script; required in a Web Worker). Loading
-// again with the same thread count gives the same instance; another count gives a separate
-// module with its own engine and arrays.
+// dist/asyncnd.js (default on a page: next to this script; required in a Web Worker); in Node,
+// the path of another build's asyncnd.js (default: dist/). Loading again with the same thread
+// count and moduleUrl gives the same instance; otherwise a separate module with its own engine
+// and arrays.
 function load(options = {}) {
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
   }
-  if (!instances.has(threads)) {
+  const key = `${threads} ${options.moduleUrl || ''}`;
+  if (!instances.has(key)) {
     const p = instantiate(threads, options.moduleUrl);
-    instances.set(threads, p);
-    p.catch(() => instances.delete(threads));
+    instances.set(key, p);
+    p.catch(() => instances.delete(key));
   }
-  return instances.get(threads);
+  return instances.get(key);
 }
 
 const api = { load };

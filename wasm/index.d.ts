@@ -310,8 +310,8 @@ export interface Asyncnd {
 export interface LoadOptions {
   /** Engine worker threads (Web Workers); default hardware threads - 1, at least 1. */
   threads?: number;
-  /** Browsers only: the URL of dist/asyncnd.js (default on a page: next to index.cjs; required in
-   *  a Web Worker). */
+  /** Browsers: the URL of dist/asyncnd.js (default on a page: next to index.cjs; required in a
+   *  Web Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). */
   moduleUrl?: string;
 }
 

@@ -212,8 +212,8 @@
     }
   }
 
-  // Builds an object with `new` when C is a class or constructor, else by calling it: the nn
-  // API may offer either (DESIGN.md names the C++ classes; the JavaScript spelling may differ).
+  // Builds an object with `new` when C is a class or constructor, else by calling it, so that a
+  // plain factory works too (the package's nd.nn accepts both spellings).
   function make(C, ...args) {
     try {
       return new C(...args);

@@ -83,7 +83,11 @@ if (only === 'e6') {
   process.exit(0);
 }
 
-const nd1 = await asyncnd.load({ threads: 1 });
+// One worker: the build tree's hooks module (make wasm), the package's objects linked with the
+// benchmark's hooks (nd._bench: bench/wasm/glue_bench.cpp); two workers: the package's dist/.
+const hooksModule = path.join(root, 'build-wasm', 'hooks', 'asyncnd.js');
+if (!fs.existsSync(hooksModule)) throw new Error(`bench.mjs: ${hooksModule} is missing: run make wasm`);
+const nd1 = await asyncnd.load({ threads: 1, moduleUrl: hooksModule });
 const nd2 = await asyncnd.load({ threads: 2 });
 
 // ---- GEMM -----------------------------------------------------------------------------------
@@ -170,8 +174,8 @@ g1.free(); g2.free();
 heading('Per-op overhead through Embind (default worker count for this machine: 1)');
 const nd = nd1;
 {
-  nd._testing.benchVars(256);
-  const push = nd._testing.pushEmptyUnchecked;  // the bound Embind function itself
+  nd._bench.benchVars(256);
+  const push = nd._bench.pushEmptyUnchecked;  // the bound Embind function itself
   const N = 200000, all = [], pushOnly = [];
   for (let r = 0; r < 6; ++r) {
     const t0 = nowS();
@@ -180,7 +184,7 @@ const nd = nd1;
     nd.waitAll();
     if (r > 0) { all.push((nowS() - t0) / N * 1e9); pushOnly.push((t1 - t0) / N * 1e9); }
   }
-  nd._testing.benchVarsFree();
+  nd._bench.benchVarsFree();
   nd.waitAll();
   record('wasm_push_overhead_ns', median(all), 'empty op (reads 1, writes 1 of 256 vars) pushed from JS through Embind, incl. waitAll, N=200k, median of 5');
   record('wasm_push_only_ns', median(pushOnly), 'the same runs, the push calls alone');
@@ -197,7 +201,7 @@ const nd = nd1;
   const core = [];
   for (let r = 0; r < 6; ++r) {
     const t0 = nowS();
-    nd._testing.coreAdds(x, N);
+    nd._bench.coreAdds(x, N);
     nd.waitAll();
     if (r > 0) core.push((nowS() - t0) / N * 1e9);
   }

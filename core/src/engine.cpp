@@ -200,8 +200,6 @@ void Engine::start_profiling() { impl_->start_profiling(); }
 std::string Engine::stop_profiling() { return impl_->stop_profiling(); }
 std::vector<ProfileEvent> Engine::profile_events() const { return impl_->profile_events(); }
 bool Engine::profiling() const { return impl_->profiling(); }
-void Engine::note_alloc(Device device, std::size_t bytes) { impl_->note_alloc(device, bytes); }
-void Engine::note_free(Device device, std::size_t bytes) { impl_->note_free(device, bytes); }
 void Engine::parallel_for(std::int64_t n, std::int64_t grain,
                           const std::function<void(std::int64_t, std::int64_t)>& fn) {
   impl_->parallel_for(n, grain, fn);
@@ -214,6 +212,8 @@ Engine& engine() {
   return *e;
 }
 
-void configure_engine(EngineOptions options) { engine().impl().reconfigure(options); }
+void configure_engine(EngineOptions options) {
+  detail::EngineAccess::impl(engine()).reconfigure(options);
+}
 
 }  // namespace asyncnd

@@ -1,5 +1,9 @@
-// The threaded and naive engines' internals: variables as small read/write queues, ops that count
-// the grants they still wait for, per-device worker pools. See DESIGN.md, "Inside the engine".
+// The threaded and naive engines' internals. In short: a variable is a small queue (readers
+// running, a writer running, a FIFO of waiting accesses); an op counts the grants it still waits
+// for (reads + writes + 1, the 1 held by push) and whoever brings the count to zero hands it to its
+// device's ready queue; a finished op grants the next accesses of each variable it used. Waiting
+// (wait_to_read) and deletion are ops too, so they run after every earlier use, and a failure
+// travels as an error on the variables an op writes. Each structure below says the rest.
 #pragma once
 
 #include <atomic>
@@ -222,6 +226,7 @@ class EngineImpl {
 
   EngineStats stats() const;
   void reset_peak_bytes();
+  // Counts bytes of device memory for stats(): array storage (Chunk) calls them. Never blocks.
   void note_alloc(Device device, std::size_t bytes);
   void note_free(Device device, std::size_t bytes);
 
@@ -320,6 +325,13 @@ class EngineImpl {
   std::atomic<std::int64_t> t0_ns_{0};
   mutable std::mutex prof_mu_;
   std::vector<ProfileEvent> events_;
+};
+
+// How the library's own code reaches an Engine's EngineImpl (Engine befriends it):
+// configure_engine, the byte counts of array storage, and the tests. Not part of the API:
+// core/src is neither installed nor on a user's include path.
+struct EngineAccess {
+  static EngineImpl& impl(Engine& e) { return *e.impl_; }
 };
 
 }  // namespace detail

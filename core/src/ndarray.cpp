@@ -13,6 +13,7 @@
 #include "asyncnd/ops.h"
 #include "autograd_internal.h"
 #include "chunk.h"
+#include "engine_impl.h"
 #include "ops_common.h"
 
 namespace asyncnd {
@@ -68,14 +69,14 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
       throw Error(std::string(op) + ": " + e.what());
     }
     bytes = nbytes;
-    engine().note_alloc(dev, nbytes);
+    detail::EngineAccess::impl(engine()).note_alloc(dev, nbytes);
   }
   try {
     var = engine().new_var();
   } catch (...) {
     if (data) {
       backend->free(dev.id, data, bytes);
-      engine().note_free(dev, bytes);
+      detail::EngineAccess::impl(engine()).note_free(dev, bytes);
     }
     throw;
   }
@@ -102,7 +103,7 @@ Chunk::~Chunk() {
         [be, p, n, dev] {
           if (p) {
             be->free(dev.id, p, n);
-            engine().note_free(dev, n);
+            detail::EngineAccess::impl(engine()).note_free(dev, n);
           }
         },
         n);

@@ -24,17 +24,16 @@ namespace g = kernels::gemm;
 using g::kMr;
 using g::kNr;
 
-// Block sizes, measured at 1000x1000 on a busy machine (figures are best-of runs). One thread in
-// V8 (Node 20): (KC, MC) = (512, 48), (384, 64), (768, 32) at 53-54 GFLOP/s, (512, 96) and
-// (256, 96) at 52-53, (128, 96) at 48-51; the micro-kernel alone at 58-60. Two threads (native,
-// GFLOP per CPU-second, which time-slicing by other processes does not lower): MC = 96 at 45.5-46,
-// MC = 48 at 43.6-44.8: each row block streams all of packed B from L3, and two threads share it.
-// A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
+// Block sizes, chosen from measurements at 1000x1000 (bench/README.md, "Portable GEMM"): in V8 on
+// one thread several (KC, MC) pairs came within a few percent of each other; on two threads
+// MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two threads
+// share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
 constexpr std::int64_t kKc = 512;  // depth of a packed block
 constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr)
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
-// Flops a parallel chunk should at least carry (~40 us here), so a hand-off stays cheap.
+// Flops a parallel chunk should at least carry, so a hand-off stays cheap (bench/README.md,
+// "Hand-offs and grain sizes").
 constexpr double kChunkFlops = 2e6;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -112,9 +111,9 @@ struct Problem {
 
 // Natively on x86-64 with GCC and glibc, the block loop (with the micro-kernel inlined) is also
 // compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
-// three-operand instructions and broadcasts from memory, as V8 emits for SIMD128. 40 -> 51
-// GFLOP/s at 1000x1000 here. No FMA (not in the "avx2" target, and -std=c++17 does not contract),
-// so both versions compute bit-identical results. Not under ThreadSanitizer or AddressSanitizer:
+// three-operand instructions and broadcasts from memory, as V8 emits for SIMD128 (faster:
+// bench/README.md, "Portable GEMM"). No FMA (not in the "avx2" target, and -std=c++17 does not
+// contract), so both versions compute bit-identical results. Not under ThreadSanitizer or AddressSanitizer:
 // the loader runs ifunc resolvers before the sanitizer's runtime starts (the TSan build crashed).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)

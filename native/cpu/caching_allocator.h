@@ -7,9 +7,9 @@
 namespace asyncnd {
 namespace detail {
 
-// Why it exists: a tiny op (E5) spent ~20% of its time in glibc's aligned malloc/free, and a fresh
-// 4 MB array costs ~1.5 ms of page faults (E1). Both are paid again for every array; a cache pays
-// them once per block.
+// Why it exists: a tiny op (E5) spent a fifth of its time in glibc's aligned malloc/free, and a
+// fresh 4 MB array pays its page faults (E1; bench/README.md, "The CPU allocator"). Both are paid
+// again for every array; a cache pays them once per block.
 //
 // Blocks. Every block is one std::aligned_alloc(64, rounded) of its own, so any cached block can
 // go back to the OS alone (std::free) at any time.

@@ -11,9 +11,8 @@
 //     concurrently, each on one thread.
 //   - With ASYNCND_BLAS_THREADS=1 the mutex is never taken: each worker's GEMM runs on that
 //     worker alone, in parallel with the others.
-// Measured on 2 vCPUs (Haswell kernel, 1000x1000 sgemm): one GEMM at a time runs at ~205 GFLOP/s
-// with 2 BLAS threads vs ~112 with 1; two concurrent GEMMs reach ~205 total either way. Giving
-// BLAS the machine is never slower and halves the time of a lone GEMM (the chapter's E1).
+// Giving BLAS the machine was never slower and halved the time of a lone GEMM (the chapter's E1);
+// the figures are in bench/README.md, "The BLAS thread policy".
 //
 // Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) keeps OpenBLAS's kernel unless OpenBLAS
 // fell back to a pre-AVX2 kernel on a CPU with AVX2/AVX-512, then moves it to the best kernel
@@ -64,10 +63,10 @@ extern "C" void blas_thread_shutdown_(void) __attribute__((weak));
 
 // After each multi-threaded call, OpenBLAS's threads keep polling for more work for
 // 2^OPENBLAS_THREAD_TIMEOUT cycles, 2^28 by default: about 0.1 s during which they compete with
-// the engine's workers and waiters for the cores. Measured here: a wait_to_read loop right after a
-// dot ran at about 52 us per step in 5 of 8 runs (a waiter that had to sleep), and with 2^20
-// cycles in 3 of 8 runs at 5-17 us, otherwise 0.4 us; GEMM throughput did not change. So unless
-// the user set it, we set 20 (about 0.3 ms of polling) before OpenBLAS's pool restarts.
+// the engine's workers and waiters for the cores: a wait_to_read loop right after a dot then had
+// to sleep most of the time, and 2^20 cycles cured most of it without changing GEMM throughput
+// (bench/README.md, "OpenBLAS's idle polling"). So unless the user set it, we set 20 (about
+// 0.3 ms of polling) before OpenBLAS's pool restarts.
 void shorten_blas_spin() {
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) {
     return;

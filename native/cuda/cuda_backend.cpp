@@ -559,54 +559,5 @@ std::size_t cuda_cached_bytes(int device) {
   return d ? d->cached_bytes() : 0;
 }
 
-double cuda_direct_sgemm_seconds(int device, std::int64_t n, int reps) {
-  instance().state(device);  // throws for a device that does not exist
-  check(cudaSetDevice(device), "cudaSetDevice", device);
-  const std::size_t bytes = static_cast<std::size_t>(n * n) * sizeof(float);
-  float *a = nullptr, *b = nullptr, *c = nullptr;
-  cudaStream_t stream = nullptr;
-  cublasHandle_t h = nullptr;
-  cudaEvent_t t0 = nullptr, t1 = nullptr;
-  auto cleanup = [&] {
-    if (h) cublasDestroy(h);
-    if (stream) cudaStreamDestroy(stream);
-    if (t0) cudaEventDestroy(t0);
-    if (t1) cudaEventDestroy(t1);
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(c);
-  };
-  try {
-    check(cudaMalloc(&a, bytes), "cudaMalloc", device);
-    check(cudaMalloc(&b, bytes), "cudaMalloc", device);
-    check(cudaMalloc(&c, bytes), "cudaMalloc", device);
-    check(cudaMemset(a, 0, bytes), "cudaMemset", device);
-    check(cudaMemset(b, 0, bytes), "cudaMemset", device);
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate", device);
-    check(cudaEventCreate(&t0), "cudaEventCreate", device);
-    check(cudaEventCreate(&t1), "cudaEventCreate", device);
-    check_blas(cublasCreate(&h), "cublasCreate", device);
-    check_blas(cublasSetStream(h, stream), "cublasSetStream", device);
-    check_blas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", device);
-    const int ni = static_cast<int>(n);
-    const float one = 1.0f, zero = 0.0f;
-    for (int r = -1; r < reps; ++r) {  // r == -1: warm-up
-      if (r == 0) check(cudaEventRecord(t0, stream), "cudaEventRecord", device);
-      check_blas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, b, ni, a, ni, &zero,
-                             c, ni),
-                 "cublasSgemm", device);
-    }
-    check(cudaEventRecord(t1, stream), "cudaEventRecord", device);
-    check(cudaEventSynchronize(t1), "cudaEventSynchronize", device);
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, t0, t1), "cudaEventElapsedTime", device);
-    cleanup();
-    return static_cast<double>(ms) / 1000.0 / (reps > 0 ? reps : 1);
-  } catch (...) {
-    cleanup();
-    throw;
-  }
-}
-
 }  // namespace detail
 }  // namespace asyncnd

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -24,11 +23,6 @@ std::string cuda_device_name(int device);
 // Bytes the allocator of `device` holds for reuse (freed by arrays, not in use, so not counted
 // in the engine's bytes_in_use). 0 for a device never used.
 std::size_t cuda_cached_bytes(int device);
-
-// For benchmarks: seconds per cuBLAS SGEMM of two n x n matrices on `device`, called directly on
-// a stream of its own (no engine): one warm-up call, then `reps` calls and one synchronisation.
-// Blocking. Throws asyncnd::Error (no such device, CUDA or cuBLAS error).
-double cuda_direct_sgemm_seconds(int device, std::int64_t n, int reps);
 
 }  // namespace detail
 }  // namespace asyncnd

@@ -7,7 +7,7 @@ const h = require('./helpers');
 
 const loading = h.setup();
 
-test('the DESIGN.md example: z = x * y + 2', async () => {
+test('the README example: z = x * y + 2', async () => {
   const nd = await loading;
   nd.tidy(() => {
     const x = nd.ones([1, 2]), y = nd.ones([1, 2]);

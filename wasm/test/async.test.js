@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./helpers');
 
-const loading = h.setup();
+const loading = h.setup({ hooks: true });  // nd._testing
 const tick = () => new Promise((r) => setImmediate(r));
 
 test('await data() returns at once and settles only when the op finishes', async () => {

@@ -6,7 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./helpers');
 
-const loading = h.setup();
+const loading = h.setup({ hooks: true });  // nd._testing, nd._bench
 
 // Expects fn() to throw an Error (not a TypeError from the glue) whose message matches re, with
 // nothing queued.
@@ -67,7 +67,7 @@ test('integers outside int32 are refused, not wrapped by Embind', async () => {
   refused(nd, () => nd.engine.setMaxInflight({ bytes: -1 }), /^setMaxInflight: bytes must be an integer .* got -1$/);
   refused(nd, () => nd.nn.Dense(2 ** 53), /^nn\.Dense: units must be an integer from 1 to 9007199254740991, got 9007199254740992$/);
   refused(nd, () => nd.nn.Dense(4, '', { inUnits: -3 }), /^nn\.Dense: inUnits must be an integer .* got -3$/);
-  refused(nd, () => nd._testing.benchVars(2 ** 32), /^benchVars: n must be an integer from 0 to 2147483647, got 4294967296$/);
+  refused(nd, () => nd._bench.benchVars(2 ** 32), /^benchVars: n must be an integer from 0 to 2147483647, got 4294967296$/);
   const d = nd.nn.Dense(1, '', { inUnits: 1 });
   const sgd = nd.nn.SGD(d, 0.1);
   refused(nd, () => sgd.step(2 ** 53), /^SGD\.step: batchSize must be an integer .* got 9007199254740992$/);

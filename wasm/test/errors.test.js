@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./helpers');
 
-const loading = h.setup();
+const loading = h.setup({ hooks: true });  // nd._testing
 
 test('bad shapes throw an Error at the call, naming the op and the shapes', async () => {
   const nd = await loading;

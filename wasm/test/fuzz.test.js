@@ -9,7 +9,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./helpers');
 
-const loading = h.setup();
+const loading = h.setup({ hooks: true });  // nd._testing
 
 const SEED = Number(process.env.ASYNCND_FUZZ_SEED || 20261124);
 const STEPS = Number(process.env.ASYNCND_FUZZ_STEPS || 3000);

@@ -4,13 +4,19 @@
 'use strict';
 const assert = require('node:assert/strict');
 const { afterEach } = require('node:test');
+const path = require('node:path');
 const asyncnd = require('..');
 
 const THREADS = Number(process.env.ASYNCND_TEST_THREADS || 2);
+// The build tree's hooks module (make wasm): the package's objects plus the tests' hooks
+// (nd._testing, wasm/testing/) and the benchmarks' (nd._bench); the package itself has neither.
+const HOOKS_MODULE = process.env.ASYNCND_HOOKS_MODULE ||
+  path.join(__dirname, '..', '..', 'build-wasm', 'hooks', 'asyncnd.js');
 
 // Loads the module and installs the per-test leak check. Call at the top of a test file.
-function setup() {
-  const loading = asyncnd.load({ threads: THREADS });
+// { hooks: true } loads the hooks module instead of the package's dist/.
+function setup({ hooks = false } = {}) {
+  const loading = asyncnd.load({ threads: THREADS, moduleUrl: hooks ? HOOKS_MODULE : undefined });
   afterEach(async () => {
     const nd = await loading;
     nd.waitAll();

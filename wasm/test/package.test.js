@@ -25,7 +25,8 @@ const script = `
   [x, y, z].forEach((a) => a.delete());
   nd.waitAll();
   const st = nd.engine.stats();
-  console.log(JSON.stringify({ v, s, msg, live: st.liveArrays, bytes: st.bytesInUse }));
+  const hooks = ['_testing', '_bench'].filter((k) => k in nd);  // the build tree's hooks module only
+  console.log(JSON.stringify({ v, s, msg, live: st.liveArrays, bytes: st.bytesInUse, hooks }));
 `;
 
 test('npm pack, install the tarball in a fresh project, use it from require and import', () => {
@@ -37,7 +38,7 @@ test('npm pack, install the tarball in a fresh project, use it from require and 
                      'dist/asyncnd.js', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
       assert.ok(files.includes(f), `${f} in the tarball (${files.join(', ')})`);
     }
-    assert.ok(!files.some((f) => f.startsWith('test/')), 'tests are not shipped');
+    assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('testing/')), 'tests and their hooks are not shipped');
     const tarball = path.join(tmp, packed[0].filename);
     const app = path.join(tmp, 'app');
     fs.mkdirSync(app);
@@ -47,7 +48,7 @@ test('npm pack, install the tarball in a fresh project, use it from require and 
 
     fs.writeFileSync(path.join(app, 'use.cjs'), `const asyncnd = require('asyncnd');\n(async () => {${script}})();\n`);
     fs.writeFileSync(path.join(app, 'use.mjs'), `import asyncnd from 'asyncnd';\nimport { load } from 'asyncnd';\nif (load !== asyncnd.load) throw new Error('named export differs');\n${script}\n`);
-    const expected = { v: [3, 3], s: 60, msg: 'dot: inner dimensions differ: a=[1,2] b=[1,2]', live: 0, bytes: 0 };
+    const expected = { v: [3, 3], s: 60, msg: 'dot: inner dimensions differ: a=[1,2] b=[1,2]', live: 0, bytes: 0, hooks: [] };
     for (const file of ['use.cjs', 'use.mjs']) {
       // Plain node, no flags; the process must also exit by itself (engine workers do not hold it).
       const out = execFileSync(process.execPath, [file], { cwd: app, encoding: 'utf8', timeout: 60000 });

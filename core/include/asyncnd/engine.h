@@ -1,5 +1,7 @@
 // The dependency engine: queues operations, tracks which variables each reads and writes, and runs
-// independent ones in parallel on per-device worker pools. The contract is in DESIGN.md.
+// independent ones in parallel on per-device worker pools. Each declaration below states its
+// contract (what it blocks on, which thread may call it, what it throws); README.md, "What the
+// engine promises", sums it up.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,7 @@ namespace detail {
 struct VarBlock;
 struct OprBlock;
 class EngineImpl;
+struct EngineAccess;
 }  // namespace detail
 
 class Engine;
@@ -89,12 +92,11 @@ MemoryLimit program_memory_limit();
 // The default byte bound of the process-wide engine: a quarter of program_memory_limit()
 // (kDefaultInflightBytesDivisor), and never more than kDefaultInflightBytesCap (512 MiB).
 // The quarter keeps queued work from taking the memory the program needs for itself on any
-// machine (in WebAssembly: 512 MiB of the 2 GiB heap, where E6's 100 batches complete with the
-// heap at 416 MB). The cap is what running ahead is worth: past a few hundred megabytes, queued
-// work only adds storage the CPU allocator cannot recycle (it caches 256 MB), whose fresh pages
-// the workers must fault in; E6 without a read took 1.4-1.9x the time of the run reading each
-// batch with a quarter of 24 GiB as its bound, and 0.9-1.0x with 512 MiB, still running several
-// batches ahead. The measurements are in bench/README.md, "The default byte bound".
+// machine (in WebAssembly: 512 MiB of the 2 GiB heap). The cap is what running ahead is worth:
+// past a few hundred megabytes, queued work only adds storage the CPU allocator cannot recycle
+// (it caches 256 MB), whose fresh pages the workers must fault in, so E6 without a read ran
+// slower with a quarter of a large machine's memory as its bound than with 512 MiB, which still
+// runs several batches ahead. The measurements are in bench/README.md, "The default byte bound".
 inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
 inline constexpr std::uint64_t kDefaultInflightBytesCap = 512ull << 20;
 // The default byte bound for a program that may use `memory_bytes` (0 = unknown: no bound).
@@ -304,10 +306,6 @@ class Engine {
   std::vector<ProfileEvent> profile_events() const;
   bool profiling() const;
 
-  // Counts bytes of device memory for stats(); called by allocators. Never blocks.
-  void note_alloc(Device device, std::size_t bytes);
-  void note_free(Device device, std::size_t bytes);
-
   // Runs fn(begin, end) over [0, n) in chunks of at least `grain`, using the idle workers of the
   // CPU device and the calling thread; returns when all chunks are done. Serial in the naive
   // engine or when n <= grain. If fn throws, the other chunks still run and the first exception
@@ -318,9 +316,8 @@ class Engine {
   // True on the engine's own worker threads.
   static bool on_worker_thread();
 
-  detail::EngineImpl& impl() { return *impl_; }
-
  private:
+  friend struct detail::EngineAccess;  // the library's own code (core/src/engine_impl.h)
   std::unique_ptr<detail::EngineImpl> impl_;
 };
 

@@ -151,8 +151,8 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
                          float beta) {
   f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
-  // Unrolled by 2 under clang (the wasm build): V8 then runs the loop at 45.6-46.1 GFLOP/s (one
-  // thread, 1000x1000 GEMM) instead of 38.2-38.6; by 4, at 26-27 (V8 spills registers).
+  // Unrolled by 2 under clang (the wasm build): faster in V8 than no unrolling, and by 4 V8 spills
+  // registers (bench/README.md, "Portable GEMM").
 #if defined(__clang__)
 #pragma clang loop unroll_count(2)
 #endif
