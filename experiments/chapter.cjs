@@ -327,8 +327,9 @@
   // batchS (mean time between two batches handed out), perBatchS (totalS per batch done),
   // batchEnds (when each batch was queued), peakBytes (the engine's peak, resetPeak after the
   // warm-up: parameters and gradients included) and baseBytes (in use before the first batch),
-  // samples [{ t, bytes (over baseBytes), pending }] (after each forward pass and each batch),
-  // heapPeakBytes (the wasm memory's size), rssPeakBytes (Node only, else null), pushWaits,
+  // samples [{ t, bytes (over baseBytes), pending }] (after each forward pass, each batch, while
+  // draining and at the end), heapPeakBytes (the wasm memory's size) and rssPeakBytes (Node only,
+  // else null; process.memoryUsage().rss), both the largest after a batch or at the end; pushWaits,
   // boundBytes and boundSource (the bound in force), batchesDone, error: an allocation past the
   // module's 2 GiB is an Error at the call that needed it; the run stops there, drains and
   // reports its message (the engine keeps working).
@@ -338,14 +339,14 @@
     const { batches, batchSize, features, lr, seed, drainSampleMs } = { ...E6_DEFAULTS, ...options };
     const boundBytes = options.boundBytes ?? e6DefaultBoundBytes(batchSize);
     const rss = typeof process !== 'undefined' && process.memoryUsage ? () => process.memoryUsage().rss : null;
-    let sample = null;  // set once the measured batches start
+    let point = null;  // set once the measured batches start
     nd.seed(seed);
     const net = nd.nn.Sequential().add(nd.nn.Dense(2048, 'relu'), nd.nn.Dense(512, 'relu'), nd.nn.Dense(1));
     const loss = nd.nn.L2Loss();
     const trainer = nd.nn.SGD(net, lr);
     const step = (X, y, read) => {
       const l = nd.autograd.record(() => loss.forward(net.forward(X), y));
-      if (sample) sample();  // the forward pass queued: what a batch holds in flight
+      if (point) point();  // the forward pass queued: what a batch holds in flight
       if (read) l.mean().item();  // the synchronising read
       l.backward(nd.ones(l.shape));  // one loss value per example
       trainer.step(batchSize);
@@ -367,10 +368,13 @@
       let heapPeak = 0, rssPeak = 0;
       const it = nd.nn.DataIter(batches, batchSize, features);
       const t0 = now();
-      sample = () => {
+      point = () => {  // a point of the memory curve
         const s = nd.engine.stats();
         out.samples.push({ t: now() - t0, bytes: s.bytesInUse - out.baseBytes, pending: s.pending });
-        heapPeak = Math.max(heapPeak, s.heapBytes);
+        return s;
+      };
+      const sample = () => {  // a point, and the process's memory (after each batch, at the end)
+        heapPeak = Math.max(heapPeak, point().heapBytes);
         if (rss) rssPeak = Math.max(rssPeak, rss());
       };
       try {
@@ -391,7 +395,7 @@
       if (drainSampleMs > 0) {
         while (nd.engine.stats().pending > 0) {
           sleepMs(drainSampleMs);
-          sample();
+          point();
         }
       }
       try {
