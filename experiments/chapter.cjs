@@ -150,15 +150,28 @@
     return { z, events, edges: dependencies(events) };
   }
 
-  // E3: barriers. y = dot(x, x).sum() queued, then printed; one dot waited with waitToRead, with
-  // waitAll, and two dots with waitAll. params: n (2000).
-  function e3(nd, context_) {
+  // E3, E4 and E7 work on x ~ U(0, 1) [n, n] (params.n, else defaultN), after one product to warm
+  // up; body(ctx, x, n) gives the figures (or a promise of them). x is freed once it is done.
+  function onSquare(nd, context_, defaultN, body) {
     const ctx = context(nd, context_);
-    const n = ctx.params.n || 2000;
+    const n = ctx.params.n || defaultN;
     const x = nd.random.uniform([n, n]);
+    let pending = null;
     try {
       ctx.progress(0, 'warmup');
       nd.tidy(() => nd.dot(x, x).waitToRead());
+      const r = body(ctx, x, n);
+      if (r && typeof r.then === 'function') pending = r.finally(() => x.delete());
+      return pending || r;
+    } finally {
+      if (!pending) x.delete();
+    }
+  }
+
+  // E3: barriers. y = dot(x, x).sum() queued, then printed; one dot waited with waitToRead, with
+  // waitAll, and two dots with waitAll. params: n (2000).
+  function e3(nd, context_) {
+    return onSquare(nd, context_, 2000, (ctx, x, n) => {
       const r = { n };
       ctx.profile(() => {
         let t0 = now();
@@ -183,21 +196,14 @@
         r.waitAll2S = now() - t0;
       });
       return r;
-    } finally {
-      x.delete();
-    }
+    });
   }
 
   // E4: implicit blockers (dataSync, item, toString each wait for a whole product), and the
   // JavaScript way, `await x.data()`, which never blocks: a 1 ms timer counts how often the event
   // loop ran meanwhile. params: n (2000).
-  async function e4(nd, context_) {
-    const ctx = context(nd, context_);
-    const n = ctx.params.n || 2000;
-    const x = nd.random.uniform([n, n]);
-    try {
-      ctx.progress(0, 'warmup');
-      nd.tidy(() => nd.dot(x, x).waitToRead());
+  function e4(nd, context_) {
+    return onSquare(nd, context_, 2000, async (ctx, x, n) => {
       const r = { n };
       ctx.startProfile();
       let t0 = now();
@@ -229,9 +235,7 @@
       r.ticks = ticks;
       ctx.stopProfile();
       return r;
-    } finally {
-      x.delete();
-    }
+    });
   }
 
   // E5: N x (y = x + 1) on a [1, 2] array, waiting after each (syncS) vs once (asyncS; pushS: its
@@ -451,12 +455,7 @@
   // sized to take about as long; if the two overlap, both take about the longer one, not the sum.
   // params: n (1500).
   function e7(nd, context_) {
-    const ctx = context(nd, context_);
-    const n = ctx.params.n || 1500;
-    const x = nd.random.uniform([n, n]);
-    try {
-      ctx.progress(0, 'warmup');
-      nd.tidy(() => nd.dot(x, x).waitToRead());
+    return onSquare(nd, context_, 1500, (ctx, x, n) => {
       let t0 = now();
       nd.tidy(() => nd.dot(x, x).waitToRead());
       const dotS = now() - t0;
@@ -485,9 +484,7 @@
         y.delete();
       });
       return { n, dotS, jsS, pushS, overlapS, serialS: dotS + jsS, gpu: null };  // no GPU here
-    } finally {
-      x.delete();
-    }
+    });
   }
 
   return {
