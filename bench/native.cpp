@@ -25,7 +25,7 @@
 #define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
 #endif
 
-#include "../examples/cpp/e6_mlp.h"
+#include "experiments/chapter.h"
 
 #include <algorithm>
 #include <atomic>
@@ -181,64 +181,39 @@ void bench_spin_floor() {
 
 // ---- E5 ------------------------------------------------------------------------------------
 
+// The chapter's E5 (experiments/chapter.h), five times; each figure is the median over the runs.
+// Within a run the synchronous and asynchronous loops alternate, so drift affects both alike.
+// t1 is what the chapter means: queueing one op while the backend is idle, timed around each push
+// of a synchronous loop (separate, so the clock reads do not count in e5_sync_s). The asynchronous
+// loop's pushes cost more (e5_async_step_us): there the frontend and a worker touch the same
+// variables and queue at the same time, and cache lines cross between the cores.
 void bench_e5() {
   heading("E5: 10000 x (y = x + 1) on a [1,2] array");
-  const int kN = 10000, kReps = 5;
-  NDArray x = nd::ones({1, 2});
-  NDArray y;
-  for (int i = 0; i < 2000; ++i) y = x + 1;
-  nd::waitall();
-  std::vector<double> sync, async, push;
-  for (int r = 0; r < kReps; ++r) {  // interleaved, so drift affects both alike
-    auto t0 = Clock::now();
-    for (int i = 0; i < kN; ++i) {
-      y = x + 1;
-      y.wait_to_read();
-    }
-    sync.push_back(since(t0));
-    t0 = Clock::now();
-    for (int i = 0; i < kN; ++i) y = x + 1;
-    push.push_back(since(t0));
-    nd::waitall();
-    async.push_back(since(t0));
-  }
-  // t1 as the chapter means it: queueing one op while the backend is idle, timed around each push
-  // of a synchronous loop (separate, so the clock reads do not count in e5_sync_s). The
-  // asynchronous loop's pushes cost more (e5_async_step_us): there the frontend and a worker touch
-  // the same variables and queue at the same time, and cache lines cross between the cores.
-  std::vector<double> push_sync;
+  const int kReps = 5;
+  chapter::E5Config cfg;
+  cfg.warmup = 2000;
+  cfg.profiled = 2000;
+  std::vector<double> sync, async, push, t1, t2;
   for (int r = 0; r < kReps; ++r) {
-    double total = 0;
-    for (int i = 0; i < kN; ++i) {
-      auto a = Clock::now();
-      y = x + 1;
-      total += since(a);
-      y.wait_to_read();
-    }
-    push_sync.push_back(total);
+    const chapter::E5Result res = chapter::e5(cfg);
+    sync.push_back(res.sync_s);
+    async.push_back(res.async_s);
+    push.push_back(res.push_s);
+    t1.push_back(res.t1_s);
+    t2.push_back(res.t2_s);
   }
-  // t2 from the profiler (each add's start..end on its worker), in a separate untimed run.
-  Engine& eng = engine();
-  eng.start_profiling();
-  for (int i = 0; i < 2000; ++i) y = x + 1;
-  nd::waitall();
-  eng.stop_profiling();
-  std::vector<double> run_us;
-  for (const ProfileEvent& e : eng.profile_events())
-    if (!e.reads.empty() && !e.writes.empty()) run_us.push_back(e.end_us - e.start_us);
-
-  double sync_s = median(sync), async_s = median(async);
-  double t1 = median(push_sync) / kN * 1e6, t2 = median(run_us);
-  double t3 = sync_s / kN * 1e6 - t1 - t2;  // the chapter's sync ~ N (t1 + t2 + t3), solved for t3
+  const int n = cfg.n;
+  const double sync_s = median(sync), async_s = median(async);
+  const chapter::E5Model model = chapter::e5_model(n, sync_s, median(t1), median(t2));
   record("e5_sync_s", sync_s, "wait_to_read after each of the 10000 adds");
   record("e5_async_s", async_s, "nd::waitall once at the end");
   record("e5_speedup", sync_s / async_s, "e5_sync_s / e5_async_s");
-  record("e5_t1_us", t1, "push: one y = x + 1 queued while the backend is idle (median per step)");
-  record("e5_async_step_us", median(push) / kN * 1e6,
+  record("e5_t1_us", median(t1) * 1e6, "push: one y = x + 1 queued while the backend is idle (median per step)");
+  record("e5_async_step_us", median(push) / n * 1e6,
          "push in the async loop, per step (frontend and worker contend)");
-  record("e5_t2_us", t2, "compute: median start..end of a profiled add");
-  record("e5_t3_us", t3, "return: sync/N - t1 - t2");
-  record("e5_model_async_s", (t1 + kN * t2 + t3) * 1e-6, "chapter's model t1 + N t2 + t3 (compare e5_async_s)");
+  record("e5_t2_us", median(t2) * 1e6, "compute: median start..end of a profiled add");
+  record("e5_t3_us", model.t3_s * 1e6, "return: sync/N - t1 - t2");
+  record("e5_model_async_s", model.model_async_s, "chapter's model t1 + N t2 + t3 (compare e5_async_s)");
 }
 
 // ---- GEMM ----------------------------------------------------------------------------------
@@ -399,29 +374,18 @@ void bench_portable_sgemm() {
 
 // ---- E1 ------------------------------------------------------------------------------------
 
+// The chapter's E1 (experiments/chapter.h) five times, without its naive-engine run.
 void bench_e1() {
   heading("E1: 10 x (random_normal 1000x1000, dot)");
   const int kReps = 5;
-  auto loop = [](bool wait_each) {
-    for (int i = 0; i < 10; ++i) {
-      NDArray a = nd::random_normal({1000, 1000});
-      if (wait_each) a.wait_to_read();
-      NDArray b = nd::dot(a, a);
-      if (wait_each) b.wait_to_read();
-    }
-  };
-  loop(false);
-  nd::waitall();
+  chapter::E1Config cfg;
+  cfg.naive = false;
   std::vector<double> ret, all, sync;
   for (int r = 0; r < kReps; ++r) {
-    auto t0 = Clock::now();
-    loop(false);
-    ret.push_back(since(t0));
-    nd::waitall();
-    all.push_back(since(t0));
-    t0 = Clock::now();
-    loop(true);
-    sync.push_back(since(t0));
+    const chapter::E1Result res = chapter::e1(cfg);
+    ret.push_back(res.engine.returned_s);
+    all.push_back(res.engine.finished_s);
+    sync.push_back(res.sync_s);
   }
   record("e1_engine_return_s", median(ret), "the loop returns (ops only queued)");
   record("e1_engine_waitall_s", median(all), "until waitall returns (same runs)");
@@ -429,35 +393,37 @@ void bench_e1() {
 }
 
 // ---- E6 ------------------------------------------------------------------------------------
-// The chapter's MLP, 100 batches, trained four ways (examples/cpp/e6_mlp.h). Repeats are
+// The chapter's MLP, 100 batches, trained four ways (experiments/chapter.h). Repeats are
 // interleaved (sync, nosync, bounded, default, sync, ...) so that every mode sees the same
 // machine; each figure is the median over the repeats.
 void bench_e6() {
   heading("E6: the chapter's MLP, 100 batches of 1024x512, sync / nosync / bounded / default");
   const int kReps = 3;
-  e6::Config cfg;
-  cfg.bound_bytes = e6::default_bound_bytes();
-  const e6::Mode modes[] = {e6::Mode::kSync, e6::Mode::kNoSync, e6::Mode::kBounded,
-                            e6::Mode::kDefault};
+  chapter::E6Config cfg;
+  cfg.bound_bytes = chapter::e6_default_bound_bytes();
+  const chapter::E6Mode modes[] = {chapter::E6Mode::kSync, chapter::E6Mode::kNoSync,
+                                   chapter::E6Mode::kBounded, chapter::E6Mode::kDefault};
   constexpr int kModes = 4;
   std::vector<double> total[kModes], peak[kModes], rss[kModes], batch[kModes], waits;
   double default_bound_mb = 0;
   for (int r = 0; r < kReps; ++r) {
     for (int m = 0; m < kModes; ++m) {
-      const e6::Result res = e6::run(modes[m], cfg);
-      e6::print(res);
+      const chapter::E6Result res = chapter::e6(modes[m], cfg);
+      std::printf("  %-8s run %d: %7.3f s, engine peak %8.1f MB, RSS peak %8.1f MB, %llu pushes waited\n",
+                  chapter::e6_mode_name(res.mode), r + 1, res.total_s, res.engine_peak_mb,
+                  res.rss_peak_mb, static_cast<unsigned long long>(res.push_waits));
       total[m].push_back(res.total_s);
       peak[m].push_back(res.engine_peak_mb);
       rss[m].push_back(res.rss_peak_mb);
       batch[m].push_back(res.per_batch_ms);
-      if (modes[m] == e6::Mode::kDefault) {
+      if (modes[m] == chapter::E6Mode::kDefault) {
         waits.push_back(static_cast<double>(res.push_waits));
         default_bound_mb = res.bound_mb;
       }
     }
   }
   for (int m = 0; m < kModes; ++m) {
-    const std::string k = std::string("e6_") + e6::mode_name(modes[m]);
+    const std::string k = std::string("e6_") + chapter::e6_mode_name(modes[m]);
     record(k + "_s", median(total[m]), "total time, first batch handed out to waitall");
     record(k + "_peak_mb", median(peak[m]), "engine bytes in use at peak (MB)");
     record(k + "_rss_peak_mb", median(rss[m]), "process RSS at peak during the run (MB)");

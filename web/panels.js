@@ -1,5 +1,5 @@
 // panels.js: what each experiment panel says and shows. `render(result, message, tr)` turns the
-// figures measured in the Worker (experiments.js) into a table, a chart and text in the language
+// figures measured in the Worker (experiments/chapter.cjs) into a table, a chart and text in the language
 // of the translator `tr` (i18n/index.js: tr.t, tr.html, tr.fmt); nothing here invents a number.
 // Titles, explanations and parameter labels are dictionary keys, looked up by the page.
 /* global Chart */
@@ -7,16 +7,20 @@ import { e2Names } from './graph.js';
 
 const C = { sync: '#94a3b8', engine: '#4f46e5', wait: '#0ea5e9', warn: '#f59e0b', ok: '#10b981' };
 
-// E6's training modes (experiments.js, `modes`): the dictionary key of each one's name and its
-// colour in the memory chart. A new mode needs a line here and its key in every i18n/ dictionary.
+// E6's training modes (experiments/chapter.cjs, E6_MODES): the dictionary key of each one's name
+// and its colour in the memory chart. A new mode needs a line here and its key in every i18n/
+// dictionary.
 const E6_MODES = {
   sync: { label: 'E6.mode.sync', color: '#0ea5e9' },
-  none: { label: 'E6.mode.none', color: '#ef4444' },
-  bound: { label: 'E6.mode.bound', color: '#10b981' },
+  nosync: { label: 'E6.mode.none', color: '#ef4444' },
+  bounded: { label: 'E6.mode.bound', color: '#10b981' },
   default: { label: 'E6.mode.default', color: '#f59e0b' },
 };
-// A mode's name in the current language; boundBytes: the engine bound the 'bound' mode ran with.
-// A mode this table does not know yet keeps the name experiments.js gave it.
+// What a run added to the engine's memory at its peak (the parameters and gradients it started
+// with are not counted; the memory chart draws the same rise).
+const e6Rise = (s) => s.peakBytes - s.baseBytes;
+// A mode's name in the current language; boundBytes: the engine bound the 'bounded' mode ran with.
+// A mode this table does not know yet keeps its name in experiments/chapter.cjs.
 function e6ModeLabel(key, boundBytes, tr, fallback = key) {
   const m = E6_MODES[key];
   return m ? tr.t(m.label, { size: tr.fmt(boundBytes, 'MB') }) : tr.raw(fallback);
@@ -36,7 +40,7 @@ function lineChart(canvas, series, boundBytes, tr) {
     type: 'line',
     data: {
       datasets: series.map((s) => ({
-        label: e6ModeLabel(s.key, boundBytes, tr, s.label),
+        label: e6ModeLabel(s.key, boundBytes, tr),
         data: s.samples.map((p) => ({ x: p.t * 1e3, y: p.bytes / 1e6 })),
         borderColor: E6_MODES[s.key]?.color || '#64748b',
         backgroundColor: E6_MODES[s.key]?.color || '#64748b',
@@ -178,14 +182,14 @@ export const PANELS = [
     render: (r, m, tr) => {
       const { t, fmt } = tr;
       const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
-      const mode = (s) => e6ModeLabel(s.key, r.boundBytes, tr, s.label);
+      const mode = (s) => e6ModeLabel(s.key, r.boundBytes, tr);
       return {
         matrix: {
           columns: [t('E6.col.peak'), t('E6.col.returned'), t('E6.col.perBatch'), t('E6.col.batchesDone'),
                     t('E6.col.bound'), t('E6.col.pushWaits')],
           rows: r.series.map((s) => ({
             label: mode(s),
-            cells: [{ key: `${s.key}.peakBytes`, value: s.peakBytes, unit: 'MB' },
+            cells: [{ key: `${s.key}.peakBytes`, value: e6Rise(s), unit: 'MB' },
                     { key: `${s.key}.pushedS`, value: s.pushedS, unit: 's' },
                     { key: `${s.key}.perBatchS`, value: s.perBatchS, unit: 's' },
                     { key: `${s.key}.batchesDone`, value: s.batchesDone, unit: '' },
@@ -195,9 +199,9 @@ export const PANELS = [
         },
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series, r.boundBytes, tr) },
         text: tr.sentences(
-          by.none && by.sync && t('E6.text.peaks', { none: fmt(by.none.peakBytes, 'MB'), sync: fmt(by.sync.peakBytes, 'MB') }),
+          by.nosync && by.sync && t('E6.text.peaks', { none: fmt(e6Rise(by.nosync), 'MB'), sync: fmt(e6Rise(by.sync), 'MB') }),
           // boundSource is the engine's own name for where its bound came from (e.g. 'wasm heap'), as it is.
-          by.default && t('E6.text.default', { peak: fmt(by.default.peakBytes, 'MB'), bound: fmt(by.default.boundBytes, 'MB'),
+          by.default && t('E6.text.default', { peak: fmt(e6Rise(by.default), 'MB'), bound: fmt(by.default.boundBytes, 'MB'),
                                                source: String(by.default.boundSource), count: by.default.pushWaits }),
           // The error is the engine's own message (an allocation that failed), as it is.
           ...r.series.filter((s) => s.error).map((s) =>

@@ -2,8 +2,10 @@
 // need (cross-origin isolation: COOP same-origin + COEP require-corp), the right MIME types
 // (application/wasm for the module), and serves only two trees: web/ (the page, without its
 // node_modules) and the built WebAssembly module (wasm/dist/ and the package's wrapper
-// wasm/index.cjs, under the URL prefix /wasm/). Anything else is refused: `..` (plain or
-// percent-encoded), backslashes, NUL bytes, and symlinks whose target leaves those trees.
+// wasm/index.cjs, under the URL prefix /wasm/); and one more file, the chapter's experiments
+// (experiments/chapter.cjs, which the Worker runs, at /experiments/chapter.cjs). Anything else is
+// refused: `..` (plain or percent-encoded), backslashes, NUL bytes, and symlinks whose target
+// leaves those trees.
 //   node web/server.mjs [--port N] [--host H]      (PORT / HOST from the environment too)
 // Importable: startServer({ port, host }) resolves with the http.Server (port 0 = any free port).
 import http from 'node:http';
@@ -15,6 +17,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..');
 export const WEB_ROOT = here;
 export const WASM_ROOT = path.join(repo, 'wasm');
+export const EXPERIMENTS_ROOT = path.join(repo, 'experiments');
 
 const MIME = {
   '.html': 'text/html; charset=utf-8',
@@ -45,11 +48,12 @@ const COMMON_HEADERS = {
 // or null when the URL names nothing we serve.
 function route(urlPath) {
   if (urlPath === '/wasm/index.cjs') return { root: WASM_ROOT, rel: 'index.cjs' };
+  if (urlPath === '/experiments/chapter.cjs') return { root: EXPERIMENTS_ROOT, rel: 'chapter.cjs' };
   if (urlPath.startsWith('/wasm/dist/')) {
     return { root: path.join(WASM_ROOT, 'dist'), rel: urlPath.slice('/wasm/dist/'.length) };
   }
-  if (urlPath.startsWith('/wasm/') || urlPath.startsWith('/node_modules/') ||
-      urlPath.startsWith('/test/')) {
+  if (urlPath.startsWith('/wasm/') || urlPath.startsWith('/experiments/') ||
+      urlPath.startsWith('/node_modules/') || urlPath.startsWith('/test/')) {
     return null;
   }
   const rel = urlPath === '/' ? 'index.html' : urlPath.slice(1);

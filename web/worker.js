@@ -1,5 +1,6 @@
 // worker.js: the playground's Web Worker. It loads the asyncnd WebAssembly module (whose engine
-// threads are nested Web Workers), runs the experiments (experiments.js) and the user's code cell,
+// threads are nested Web Workers), runs the chapter's experiments (experiments/chapter.cjs, shared
+// with the Node example and the benchmarks) and the user's code cell,
 // and posts figures, profiler events, console output and progress to the page, which never
 // blocks: every blocking wait (waitToRead, waitAll, dataSync...) happens on this thread.
 // Messages in:  {type:'init', threads, bound} · {type:'run', id, exp, params, bound}
@@ -16,8 +17,28 @@ const MAX_EVENTS = 6000;  // events sent for one run's timeline (the earliest on
 
 // The npm package in a browser: the Emscripten loader, then the package's wrapper (which defines
 // the global `asyncnd`); the loader's URL tells it where the .wasm and its threads' script are.
-importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', 'experiments.js');
+// Then the experiments (the global `asyncndChapter`; server.mjs serves that one file).
+importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', '/experiments/chapter.cjs');
 const MODULE_URL = new URL('/wasm/dist/asyncnd.js', self.location.href).href;
+const { EXPERIMENTS, hasNN } = self.asyncndChapter;
+
+// The experiments name their steps; the page's dictionaries (i18n/) word them, by these keys.
+const PROGRESS_KEYS = {
+  warmup: 'progress.warmup',
+  syncStep: 'progress.syncStep',
+  queueing: 'progress.queueing',
+  e2: 'progress.e2',
+  calling: 'progress.calling',
+  twoDots: 'progress.twoDots',
+  synchronous: 'progress.synchronous',
+  asynchronous: 'progress.asynchronous',
+  timingPushes: 'progress.timingPushes',
+  profiling: 'progress.profiling',
+  batch: 'progress.batch',
+  jsAlone: 'progress.jsAlone',
+  bothAtOnce: 'progress.bothAtOnce',
+  done: 'progress.done',
+};
 
 let nd = null;
 
@@ -42,12 +63,12 @@ function makeContext(id, params, bound) {
     bound,
     events,
     total: () => total,
-    progress(fraction, key, params = {}) {
+    progress(fraction, step, params = {}) {
       // Throttled: a tight loop must not flood the page with messages.
       const t = performance.now();
       if (fraction < 1 && t - last < 50) return;
       last = t;
-      post({ type: 'progress', id, fraction, key, params });
+      post({ type: 'progress', id, fraction, key: PROGRESS_KEYS[step], params });
     },
     startProfile() { nd.profiler.start(); },
     stopProfile(cb) {
@@ -162,7 +183,7 @@ async function runCode(id, src, bound) {
 }
 
 async function runExperiment(id, exp, params, bound) {
-  const f = self.EXPERIMENTS[exp];
+  const f = Object.hasOwn(EXPERIMENTS, exp) ? EXPERIMENTS[exp] : null;
   if (!f) {
     post({ type: 'failed', id, key: 'error.noExperiment', params: { name: String(exp) }, line: null });
     return;
@@ -172,7 +193,7 @@ async function runExperiment(id, exp, params, bound) {
   const t0 = performance.now();
   try {
     const result = await f(nd, ctx);
-    ctx.progress(1, 'progress.done');
+    ctx.progress(1, 'done');
     post({ type: 'done', id, result, wallS: (performance.now() - t0) / 1000,
            events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
   } catch (e) {
@@ -199,7 +220,7 @@ self.onmessage = (ev) => {
         nd = await self.asyncnd.load({ threads: m.threads, moduleUrl: MODULE_URL });
         setBound(m.bound);
         post({ type: 'ready', threads: nd.threads, backend: nd.backend,
-               hasNN: self.EXPERIMENTS_HAS_NN(nd), stats: nd.engine.stats() });
+               hasNN: hasNN(nd), stats: nd.engine.stats() });
       } else if (!nd) {
         post({ type: 'failed', id: m.id, key: 'error.notLoaded', line: null });
       } else if (m.type === 'run') {

@@ -3,7 +3,10 @@
 // Run from the repository root after `make wasm` and `npm ci` here (`make bench` does both):
 //   node bench/wasm/bench.mjs [--only=e6] [out.json]
 // --only=e6 runs E6 alone and writes its figures into the existing file, keeping the other keys
-// and `machine` (the figures' machine and conditions are in bench/README.md).
+// and `machine` (the figures' machine and conditions are in bench/README.md). E5 and E6 are the
+// chapter's experiments as experiments/chapter.cjs writes them (the playground and
+// examples/node/chapter.mjs run the same code); E6 runs each mode in a child process of this
+// script (--e6-child=<mode>, which prints that run's figures as one JSON line).
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,7 +18,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
 const require = createRequire(import.meta.url);
 const asyncnd = require(path.join(root, 'wasm', 'index.cjs'));
+const chapter = require(path.join(root, 'experiments', 'chapter.cjs'));
 const args = process.argv.slice(2);
+
+const E6_BATCHES = 100, E6_THREADS = 2;
+const e6Child = (args.find((a) => a.startsWith('--e6-child=')) || '').slice('--e6-child='.length);
+if (e6Child) {
+  const nd = await asyncnd.load({ threads: E6_THREADS });
+  console.log(JSON.stringify(chapter.e6Run(nd, e6Child, { batches: E6_BATCHES })));
+  process.exit(0);
+}
 const only = (args.find((a) => a.startsWith('--only=')) || '').slice('--only='.length);
 if (only && only !== 'e6') throw new Error(`bench.mjs: --only takes e6, got '${only}'`);
 const out = args.find((a) => !a.startsWith('--')) || path.join(root, 'bench', 'results', 'wasm.json');
@@ -53,12 +65,12 @@ const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
 // ---- E6 -------------------------------------------------------------------------------------
 function benchE6() {
   heading('E6  the chapter\'s MLP, 100 batches of 1024x512, 2 workers: read each batch / never (bound off) / never + small bound / never, default engine');
-  // Each mode in a fresh process (examples/node/e6_mlp.mjs): the wasm heap never shrinks, so a
+  // Each mode in a fresh process (this script with --e6-child): the wasm heap never shrinks, so a
   // mode run after the unbounded one would show that run's RSS.
-    const runMode = (mode) => JSON.parse(execFileSync(process.execPath,
-    [path.join(root, 'examples', 'node', 'e6_mlp.mjs'), mode, '100', '2'],
-    { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
-  for (const mode of ['sync', 'nosync', 'bounded', 'default']) {
+  const runMode = (mode) => JSON.parse(execFileSync(process.execPath,
+    [fileURLToPath(import.meta.url), `--e6-child=${mode}`],
+    { encoding: 'utf8', maxBuffer: 1 << 24 }).trim().split('\n').pop());
+  for (const mode of chapter.E6_MODES) {
     const r = runMode(mode);
     const what = { sync: 'l.mean().item() each batch', nosync: 'no read, byte bound off', bounded: `no read, setMaxInflight({ bytes: ${r.boundBytes} })`,
       default: `no read, default engine (byte bound ${r.boundBytes}, from ${r.boundSource})` }[mode];
@@ -237,20 +249,14 @@ const nd = nd1;
 // ---- E5 -------------------------------------------------------------------------------------
 heading('E5: 10000 x (y = x + 1) on a [1,2] array, waitToRead each time vs waitAll once');
 {
-  const N = 10000, x = nd.ones([1, 2]);
-  for (let i = 0; i < 2000; ++i) x.add(1).delete();
-  nd.waitAll();
+  // The chapter's E5, five times: each run times the synchronous loop, then the asynchronous one
+  // (interleaved, so drift affects both alike), then its t1/t2 estimates (not recorded here).
   const sync = [], async = [];
-  for (let r = 0; r < 5; ++r) {  // interleaved, so drift affects both alike
-    let t0 = nowS();
-    for (let i = 0; i < N; ++i) { const y = x.add(1); y.waitToRead(); y.delete(); }
-    sync.push(nowS() - t0);
-    t0 = nowS();
-    for (let i = 0; i < N; ++i) x.add(1).delete();
-    nd.waitAll();
-    async.push(nowS() - t0);
+  for (let r = 0; r < 5; ++r) {
+    const res = chapter.e5(nd, { params: { N: 10000, warmup: 2000 } });
+    sync.push(res.syncS);
+    async.push(res.asyncS);
   }
-  x.delete();
   record('wasm_e5_sync_s', median(sync), 'waitToRead after each of the 10000 adds, median of 5');
   record('wasm_e5_async_s', median(async), 'waitAll once at the end, median of 5');
   record('wasm_e5_speedup', median(sync) / median(async), 'wasm_e5_sync_s / wasm_e5_async_s');

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -269,10 +268,8 @@ void SGD::step(std::int64_t batch_size) {
 
 // ---- DataIter -----------------------------------------------------------------------------
 
-DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t features,
-                   int report_every)
+DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t features)
     : num_batches_(num_batches),
-      report_every_(report_every),
       batch_size_(batch_size),
       features_(features) {
   if (num_batches < 0 || batch_size <= 0 || features <= 0)
@@ -284,11 +281,6 @@ DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t featur
 bool DataIter::next(Batch& out) {
   const auto now = std::chrono::steady_clock::now();
   if (given_ == 0) start_ = now;
-  // The chapter's generator prints when the consumer asks for the next batch, i.e. once the
-  // previous batch's step was issued.
-  if (report_every_ > 0 && given_ > 0 && given_ % report_every_ == 0)
-    std::printf("batch %d, time %f sec\n", given_,
-                std::chrono::duration<double>(now - start_).count());
   if (given_ >= num_batches_) return false;
   out.X = nd::random_normal({batch_size_, features_});
   out.y = nd::ones({batch_size_});

@@ -6,18 +6,20 @@
 //   E4  implicit blockers: dataSync, item, toString; and the non-blocking `await data()`
 //   E5  10 000 x (y = x + 1), waiting each time vs once, with the chapter's t1/t2/t3 model
 //   E6  the memory of training the chapter's MLP: reading the loss each batch, never (byte bound
-//       off), never with a small bound, and never with the default engine (examples/node/e6_mlp.mjs)
+//       off), never with a small bound, and never with the default engine
+//   E7  no GPU in WebAssembly: the chapter's exercise instead, asynchrony on the CPU
+// The experiments themselves are in experiments/chapter.cjs, which the playground and the
+// benchmarks share; this file is the chapter's text around their figures.
 // Run from the repository root after `make wasm`:
 //   node examples/node/chapter.mjs [threads] [E6 batches, default 100]
-// (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds, plus about a
+// (in your own project: `import asyncnd from 'asyncnd'`). Takes about ten seconds, plus about
 // two minutes for E6's 4 x 100 batches on 2 cores.
 import asyncnd from '../../wasm/index.mjs';
-import { runE6 } from './e6_mlp.mjs';
+import chapter from '../../experiments/chapter.cjs';
 
 const threads = Number(process.argv[2] || 2);
 const e6Batches = Number(process.argv[3] || 100);
 const nd = await asyncnd.load({ threads });
-const now = () => performance.now() / 1000;  // seconds
 const heading = (t) => console.log(`\n== ${t}`);
 const f = (s) => s.toFixed(4).padStart(8);
 
@@ -28,29 +30,10 @@ nd.seed(42);
 // ---- E1 -------------------------------------------------------------------------------------
 {
   heading('E1  ten random 1000x1000 matrices, each multiplied by itself');
-  const iters = 10;
-  nd.tidy(() => nd.dot(nd.random.normal([1000, 1000]), nd.random.normal([1000, 1000])).waitToRead());
-
-  let t0 = now();
-  for (let i = 0; i < iters; ++i) {
-    nd.tidy(() => {
-      const a = nd.random.normal([1000, 1000]);
-      a.waitToRead();
-      nd.dot(a, a).waitToRead();
-    });
-  }
-  const syncS = now() - t0;
-
-  t0 = now();
-  for (let i = 0; i < iters; ++i) {
-    nd.tidy(() => { nd.dot(nd.random.normal([1000, 1000]), nd.random.normal([1000, 1000])); });
-  }
-  const returned = now() - t0;
-  nd.waitAll();
-  const finished = now() - t0;
-  console.log(`  synchronous (wait after every op)  ${f(syncS)} s`);
-  console.log(`  engine: loop returned after        ${f(returned)} s   <- only queued`);
-  console.log(`  engine: waitAll returned after     ${f(finished)} s   <- the real cost`);
+  const r = chapter.e1(nd);
+  console.log(`  synchronous (wait after every op)  ${f(r.syncS)} s`);
+  console.log(`  engine: loop returned after        ${f(r.returnedS)} s   <- only queued`);
+  console.log(`  engine: waitAll returned after     ${f(r.finishedS)} s   <- the real cost`);
   console.log('  (the asynchronous loop makes two matrices per step, the synchronous one; the tidy\n' +
               '  scopes free each step\'s arrays once their ops have run.)');
 }
@@ -58,152 +41,62 @@ nd.seed(42);
 // ---- E2 -------------------------------------------------------------------------------------
 {
   heading('E2  the dependency graph of z = x * y + 2');
-  nd.profiler.start();
-  const x = nd.ones([1, 2]), y = nd.ones([1, 2]);
-  const z = nd.tidy(() => x.mul(y).add(2));
-  z.waitToRead();
-  nd.profiler.stop();
+  const { z, events, edges } = chapter.e2(nd);
   console.log(`  z = ${z}`);
-  const events = nd.profiler.events().sort((a, b) => a.pushUs - b.pushUs);
   // Variables are named by the order they appear: x and y are written by the two `ones`.
   const names = new Map();
   const nameOf = (id) => {
     if (!names.has(id)) names.set(id, ['x', 'y'][names.size] ?? `tmp${names.size - 1}`);
     return names.get(id);
   };
-  const lastWriter = new Map(), readers = new Map(), edges = new Set();
   events.forEach((e, i) => {
     const r = e.reads.map(nameOf).join(', '), w = e.writes.map(nameOf).join(', ');
     console.log(`    op${i} ${e.name}(${r}) -> ${w}   [worker ${e.worker}, ran ${e.startUs.toFixed(1)}..${e.endUs.toFixed(1)} us]`);
-    for (const v of e.reads) {
-      if (lastWriter.has(v)) edges.add(`op${lastWriter.get(v)} ${events[lastWriter.get(v)].name} -> op${i} ${e.name}`);
-      readers.set(v, [...(readers.get(v) || []), i]);
-    }
-    for (const v of e.writes) {
-      if (lastWriter.has(v)) edges.add(`op${lastWriter.get(v)} -> op${i}`);
-      for (const rd of readers.get(v) || []) edges.add(`op${rd} ${events[rd].name} -> op${i} ${e.name}`);
-      readers.set(v, []);
-      lastWriter.set(v, i);
-    }
   });
   console.log('  dependencies:');
-  for (const e of edges) console.log(`    ${e}`);
+  for (const [a, b] of edges) console.log(`    op${a} ${events[a].name} -> op${b} ${events[b].name}`);
   console.log(`  (the last temporary, ${nameOf(events[events.length - 1].writes[0])}, is z)`);
   console.log('  The two `ones` have no path between them: they may run at the same time.');
-  [x, y, z].forEach((a) => a.delete());
 }
 
 // ---- E3 and E4 ------------------------------------------------------------------------------
 {
   heading('E3  barriers: waitToRead and waitAll (2000x2000 products)');
-  const x = nd.random.uniform([2000, 2000]);
-  nd.tidy(() => nd.dot(x, x).waitToRead());  // warm-up
-  let t0 = now();
-  const s = nd.tidy(() => nd.dot(x, x).sum());
-  const queued = now() - t0;
-  const text = s.toString();
-  const printed = now() - t0;
-  console.log(`  sum = ${text}`);
-  console.log(`  y = dot(x, x).sum() queued after ${queued.toFixed(4)} s; printing it finished after ${printed.toFixed(4)} s`);
-  s.delete();
-
-  t0 = now();
-  let y = nd.dot(x, x);
-  y.waitToRead();
-  const wtr = now() - t0;
-  y.delete();
-  t0 = now();
-  y = nd.dot(x, x);
-  nd.waitAll();
-  const wall = now() - t0;
-  y.delete();
-  t0 = now();
-  nd.tidy(() => { nd.dot(x, x); nd.dot(x, x); });
-  nd.waitAll();
-  const wall2 = now() - t0;
-  console.log(`  one dot + y.waitToRead()  ${f(wtr)} s`);
-  console.log(`  one dot + nd.waitAll()    ${f(wall)} s   (about the same: both wait for the dot)`);
-  console.log(`  two dots + nd.waitAll()   ${f(wall2)} s   (waitAll waits for both)`);
+  const r = chapter.e3(nd);
+  console.log(`  sum = ${r.sum}`);
+  console.log(`  y = dot(x, x).sum() queued after ${r.queuedS.toFixed(4)} s; printing it finished after ${r.printedS.toFixed(4)} s`);
+  console.log(`  one dot + y.waitToRead()  ${f(r.waitToReadS)} s`);
+  console.log(`  one dot + nd.waitAll()    ${f(r.waitAllS)} s   (about the same: both wait for the dot)`);
+  console.log(`  two dots + nd.waitAll()   ${f(r.waitAll2S)} s   (waitAll waits for both)`);
 
   heading('E4  implicit blockers: anything that needs the values waits for them');
-  t0 = now();
-  const host = nd.tidy(() => nd.dot(x, x).dataSync());
-  const tv = now() - t0;
-  t0 = now();
-  const n = nd.tidy(() => nd.dot(x, x).norm().item());
-  const ti = now() - t0;
-  t0 = now();
-  const str = nd.tidy(() => nd.dot(x, x).sum().toString());
-  const tp = now() - t0;
-  console.log(`  dot + dataSync()       ${f(tv)} s   (${host.length} values copied out)`);
-  console.log(`  dot + norm().item()    ${f(ti)} s   (norm = ${n.toPrecision(6)})`);
-  console.log(`  dot + toString() of sum ${f(tp)} s  (${str})`);
+  const r4 = await chapter.e4(nd);
+  console.log(`  dot + dataSync()       ${f(r4.dataSyncS)} s   (${r4.values} values copied out)`);
+  console.log(`  dot + norm().item()    ${f(r4.itemS)} s   (norm = ${r4.norm.toPrecision(6)})`);
+  console.log(`  dot + toString() of sum ${f(r4.toStringS)} s  (${r4.text})`);
   // The JavaScript way: a read that never blocks. The event loop keeps running meanwhile.
-  t0 = now();
-  const yy = nd.dot(x, x);
-  const p = yy.data();
-  const returnedAfter = now() - t0;
-  let ticks = 0;
-  const ticker = setInterval(() => { ++ticks; }, 1);
-  const values = await p;
-  clearInterval(ticker);
-  console.log(`  dot + await data()     ${f(now() - t0)} s   (data() returned after ${(returnedAfter * 1e3).toFixed(3)} ms; ` +
-              `a 1 ms timer ran ${ticks} times while waiting; ${values.length} values)`);
-  yy.delete();
-  x.delete();
+  console.log(`  dot + await data()     ${f(r4.awaitDataS)} s   (data() returned after ${(r4.dataReturnedS * 1e3).toFixed(3)} ms; ` +
+              `a 1 ms timer ran ${r4.ticks} times while waiting; ${r4.values} values)`);
   console.log('  Each costs a full dot: converting to host data, to a scalar or to text must wait.');
 }
 
 // ---- E5 -------------------------------------------------------------------------------------
 {
   heading('E5  10000 x (y = x + 1) on a [1,2] array: waiting each time vs once');
-  const N = 10000;
-  const x = nd.ones([1, 2]);
-  for (let i = 0; i < 1000; ++i) x.add(1).delete();  // warm-up: workers awake, code compiled
-  nd.waitAll();
-
-  let t0 = now();
-  for (let i = 0; i < N; ++i) {
-    const y = x.add(1);
-    y.waitToRead();
-    y.delete();
-  }
-  const syncS = now() - t0;
-
-  t0 = now();
-  for (let i = 0; i < N; ++i) x.add(1).delete();
-  const pushS = now() - t0;
-  nd.waitAll();
-  const asyncS = now() - t0;
-
-  let t1Total = 0;
-  for (let i = 0; i < N; ++i) {
-    const a = now();
-    const y = x.add(1);
-    t1Total += now() - a;
-    y.waitToRead();
-    y.delete();
-  }
-  nd.profiler.start();
-  for (let i = 0; i < 1000; ++i) x.add(1).delete();
-  nd.waitAll();
-  nd.profiler.stop();
-  const run = nd.profiler.events().filter((e) => e.name === 'add').map((e) => e.endUs - e.startUs).sort((a, b) => a - b);
-  const t2 = run.length ? run[run.length >> 1] * 1e-6 : 0;
-  const t1 = t1Total / N, t3 = syncS / N - t1 - t2;
+  const r = chapter.e5(nd);
+  const { N, t1, t2, t3 } = r;
   const us = (s) => (s * 1e6).toFixed(2);
-  console.log(`  synchronous (waitToRead each time)  ${f(syncS)} s = ${us(syncS / N).padStart(6)} us per step`);
-  console.log(`  asynchronous (waitAll once)         ${f(asyncS)} s = ${us(asyncS / N).padStart(6)} us per step`);
-  console.log(`  speed-up                            ${(syncS / asyncS).toFixed(1).padStart(8)} x`);
-  console.log(`  pushing alone in the asynchronous loop  ${us(pushS / N)} us per step`);
-  console.log(`  estimates: t1 (push) ${us(t1)} us, t2 (compute, median of ${run.length} profiled ops) ${us(t2)} us,`);
+  console.log(`  synchronous (waitToRead each time)  ${f(r.syncS)} s = ${us(r.syncS / N).padStart(6)} us per step`);
+  console.log(`  asynchronous (waitAll once)         ${f(r.asyncS)} s = ${us(r.asyncS / N).padStart(6)} us per step`);
+  console.log(`  speed-up                            ${r.speedup.toFixed(1).padStart(8)} x`);
+  console.log(`  pushing alone in the asynchronous loop  ${us(r.pushS / N)} us per step`);
+  console.log(`  estimates: t1 (push) ${us(t1)} us, t2 (compute, mean of ${r.t2Samples} profiled ops) ${us(t2)} us,`);
   console.log(`             t3 (return, = sync/N - t1 - t2) ${us(t3)} us`);
-  console.log(`  model: async t1 + N t2 + t3 = ${(t1 + N * t2 + t3).toFixed(4)} s vs measured ${asyncS.toFixed(4)} s`);
+  console.log(`  model: async t1 + N t2 + t3 = ${r.chapterModelAsyncS.toFixed(4)} s vs measured ${r.asyncS.toFixed(4)} s`);
   if (t1 > t2) {
     console.log('  Here t1 > t2: JavaScript pushes more slowly than the workers compute, so the\n' +
                 '  asynchronous loop runs at the pace of the pushes, about N t1.');
   }
-  x.delete();
 }
 
 // ---- E6 -------------------------------------------------------------------------------------
@@ -218,10 +111,8 @@ nd.seed(42);
   };
   // The unbounded run last: the wasm memory grows and never shrinks, so it would inflate the
   // RSS of any run after it.
-  const a = runE6(nd, 'sync', { batches: e6Batches });
-  const c = runE6(nd, 'bounded', { batches: e6Batches });
-  const d = runE6(nd, 'default', { batches: e6Batches });
-  const b = runE6(nd, 'nosync', { batches: e6Batches });
+  const run = (mode) => chapter.e6Run(nd, mode, { batches: e6Batches });
+  const a = run('sync'), c = run('bounded'), d = run('default'), b = run('nosync');
   show('(a) read the loss each batch (l.mean().item())', a);
   show('(b) never read it, the byte bound switched off (setMaxInflight({ ops, bytes: 0 }))', b);
   show(`(c) never read it, nd.engine.setMaxInflight({ bytes: ${(c.boundBytes / 1e6).toFixed(1)} MB })`, c);
@@ -236,8 +127,19 @@ nd.seed(42);
   }
 }
 
-heading('E7');
-console.log('  E7 (CPU vs GPU) needs a GPU: there is none in WebAssembly here.');
+// ---- E7 -------------------------------------------------------------------------------------
+{
+  heading('E7  no GPU in WebAssembly; the exercise instead: on the CPU, can you still observe asynchrony?');
+  const r = chapter.e7(nd);
+  console.log(`  one ${r.n}x${r.n} dot alone          ${f(r.dotS)} s`);
+  console.log(`  JavaScript work alone          ${f(r.jsS)} s`);
+  console.log(`  the two one after the other    ${f(r.serialS)} s`);
+  console.log(`  dot queued, then the work, then waitToRead  ${f(r.overlapS)} s   (the push returned after ${(r.pushS * 1e3).toFixed(3)} ms)`);
+  console.log(r.overlapS < 0.8 * r.serialS
+    ? '  Yes: the engine\'s workers computed the product while this thread ran its own code.'
+    : '  Not on this run: together they took about as long as one after the other.');
+}
+
 nd.waitAll();
 const st = nd.engine.stats();
 console.log(`\nengine stats at the end: ${st.pushed} ops pushed, ${st.pending} pending, ` +

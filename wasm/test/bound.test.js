@@ -36,12 +36,12 @@ test('stats() reports the default bounds, then what setMaxInflight and resetMaxI
 
 test('E6 without a read and without any setting: the default bound holds the heap', async () => {
   const nd = await loading;
-  const { runE6 } = await import('../../examples/node/e6_mlp.mjs');
+  const chapter = require('../../experiments/chapter.cjs');
   // 12 batches of the chapter's MLP would queue about 760 MB unbounded (63 MB of activations
   // each), more than the 512 MiB bound: pushes must wait, and memory stays under the bound plus
   // about a batch.
   const batches = 12, oneBatch = 64e6;
-  const r = runE6(nd, 'default', { batches });
+  const r = chapter.e6Run(nd, 'default', { batches });
   assert.equal(r.error, null);
   assert.equal(r.batchesDone, batches);
   assert.equal(r.boundBytes, DEFAULT_BYTES);

@@ -72,7 +72,7 @@ export default {
   'axis.ms': 'milliseconds',
   'axis.us': 'microseconds',
 
-  // Progress, as the experiments (experiments.js) report it
+  // Progress, as the Worker words the experiments' steps (worker.js, PROGRESS_KEYS)
   'progress.starting': 'starting',
   'progress.done': 'done',
   'progress.warmup': 'warm-up',
@@ -174,7 +174,7 @@ export default {
   'E5.text.pushBound': 'Here t1 > t2: JavaScript pushes more slowly than a worker computes, so the asynchronous loop goes at the pace of the pushes.',
   'E5.text.workerBound': 'Here t2 ≥ t1: the workers are the bottleneck, and the asynchronous loop costs about N t2.',
 
-  // E6 (one 'E6.mode.*' key per training mode of experiments.js)
+  // E6 (one 'E6.mode.*' key per training mode: panels.js, E6_MODES)
   'E6.title': 'Memory: do not overfill the queue',
   'E6.explainHtml': 'The chapter trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
     'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +

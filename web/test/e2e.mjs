@@ -177,7 +177,7 @@ try {
     // Three batches of the chapter's network (1024 x 512, Dense 2048/512/1) per mode: the full
     // configuration (100 batches) is the panel's batch control, too slow for a test on 2 cores.
     const f = await runPanel('E6', { batches: 3 }, 600000);
-    for (const m of ['sync', 'none', 'bound', 'default']) {
+    for (const m of ['sync', 'nosync', 'bounded', 'default']) {
       assert.ok(f[`${m}.peakBytes`] > 0, `${m}: peak ${f[`${m}.peakBytes`]}`);
       assert.ok(f[`${m}.perBatchS`] > 0 && f[`${m}.pushedS`] > 0, `${m}: times`);
     }
@@ -193,7 +193,7 @@ try {
     assert.equal(lines.type, 'line');
     assert.equal(lines.n.length, 4);
     // (b) runs with the byte bound off, (d) with the engine's default (a quarter of 2 GiB).
-    assert.equal(f['none.boundBytes'], 0);
+    assert.equal(f['nosync.boundBytes'], 0);
     assert.equal(f['default.boundBytes'], 512 * 2 ** 20);
     for (const n of lines.n) assert.ok(n >= 6, `a line has ${n} samples`);
   });

@@ -1,7 +1,9 @@
-// experiments.test.mjs: the playground's experiment code (web/experiments.js, which the page runs
-// in its Web Worker) run in Node on the same WebAssembly package, at small sizes: every figure is
-// a finite number and the relations the chapter predicts where they hold on any machine. E6
-// trains the chapter's MLP on the package's nd.nn and nd.autograd, with small batches.
+// experiments.test.mjs: the chapter's experiments in JavaScript (experiments/chapter.cjs, which the
+// playground runs in its Web Worker, examples/node/chapter.mjs in Node and bench/wasm/ in its
+// benchmarks) run in Node on the same WebAssembly package, at small sizes: every figure is a
+// finite number and the relations the chapter predicts where they hold on any machine. The file
+// is loaded as the Worker loads it, as a classic script that sets a global, and as Node loads it.
+// E6 trains the chapter's MLP on the package's nd.nn and nd.autograd, with small batches.
 // Run: node --test web/test/experiments.test.mjs  (make test-web; needs make wasm)
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,11 +12,16 @@ import vm from 'node:vm';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import asyncnd from '../../wasm/index.mjs';
+import chapter from '../../experiments/chapter.cjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-globalThis.self = globalThis;
-vm.runInThisContext(fs.readFileSync(path.join(here, '..', 'experiments.js'), 'utf8'), { filename: 'experiments.js' });
-const { EXPERIMENTS, EXPERIMENTS_HAS_NN } = globalThis;
+const file = path.join(here, '..', '..', 'experiments', 'chapter.cjs');
+// As importScripts() runs it: a classic script (no `module`), which sets a global.
+vm.runInThisContext(fs.readFileSync(file, 'utf8'), { filename: 'chapter.cjs' });
+const { EXPERIMENTS, hasNN } = globalThis.asyncndChapter;
+// The steps the Worker can word (worker.js, PROGRESS_KEYS).
+const worded = new Set([...fs.readFileSync(path.join(here, '..', 'worker.js'), 'utf8')
+  .matchAll(/^ {2}(\w+): 'progress\.\w+',$/gm)].map((m) => m[1]));
 
 let nd;
 before(async () => { nd = await asyncnd.load({ threads: 2 }); });
@@ -23,7 +30,11 @@ function context(params) {
   const events = [];
   const progress = [];
   const ctx = {
-    params, bound: { ops: 0, bytes: 0 }, progress: (f, t) => progress.push([f, t]),
+    params, bound: { ops: 0, bytes: 0 },
+    progress: (f, step) => {
+      assert.ok(worded.has(step), `step '${step}' has no key in worker.js's PROGRESS_KEYS`);
+      progress.push([f, step]);
+    },
     startProfile: () => nd.profiler.start(),
     stopProfile: (cb) => { nd.profiler.stop(); const e = nd.profiler.events(); events.push(...e); if (cb) cb(e); },
     profile: (fn, cb) => { ctx.startProfile(); try { fn(); } finally { ctx.stopProfile(cb); } },
@@ -61,6 +72,19 @@ test('E2: four ops, x and y into mul, mul into add', async () => {
   const [x, y, m, a] = events;
   assert.deepEqual(m.reads, [x.writes[0], y.writes[0]]);
   assert.deepEqual(a.reads, m.writes);
+  assert.deepEqual(r.events.map((e) => e.name), byName);
+  assert.deepEqual(r.edges, [[0, 2], [1, 2], [2, 3]]);
+  assertClean();
+});
+
+test('Node loads the same file as CommonJS; without a context each experiment profiles only what it needs', async () => {
+  assert.deepEqual(Object.keys(chapter.EXPERIMENTS), Object.keys(EXPERIMENTS));
+  const r = chapter.e2(nd);
+  assert.deepEqual(r.events.map((e) => e.name), ['ones', 'ones', 'mul', 'add']);
+  const r5 = chapter.e5(nd, { params: { N: 300, warmup: 0, profiled: 100 } });
+  assert.equal(r5.t2Samples, 100);
+  assert.ok(r5.chapterModelAsyncS <= r5.modelAsyncS);
+  assert.equal(nd.profiler.events().filter((e) => e.name === 'add').length, 100);
   assertClean();
 });
 
@@ -73,7 +97,7 @@ test('E3, E4, E7: figures are numbers', async () => {
   assert.ok(r4.dataReturnedS <= r4.awaitDataS);
   const r7 = await EXPERIMENTS.E7(nd, context({ n: 300 }).ctx);
   assertNumbers(r7, ['dotS', 'jsS', 'pushS', 'overlapS', 'serialS']);
-  assert.match(r7.gpu, /none/);
+  assert.equal(r7.gpu, null);
   assertClean();
 });
 
@@ -86,24 +110,27 @@ test('E5: t1, t2, t3 estimated from a real run', async () => {
 });
 
 test('E6: the MLP of the chapter trained four ways on the real nd.nn and nd.autograd', async () => {
-  assert.equal(EXPERIMENTS_HAS_NN(nd), true);
+  assert.equal(hasNN(nd), true);
   nd.waitAll();
   const before = nd.engine.stats().bytesInUse;
   const { ctx, events } = context({ batches: 3, batch: 64, boundMB: 2 });
   const r = await EXPERIMENTS.E6(nd, ctx);
-  assert.deepEqual(r.series.map((s) => s.key), ['sync', 'none', 'bound', 'default']);
+  assert.deepEqual(r.series.map((s) => s.key), ['sync', 'nosync', 'bounded', 'default']);
   for (const s of r.series) {
     assert.ok(s.samples.length >= 3, `${s.key}: ${s.samples.length} samples`);
     for (const p of s.samples) assertNumbers(p, ['t', 'bytes', 'pending']);
-    assertNumbers(s, ['pushedS', 'totalS', 'perBatchS', 'peakBytes']);
-    assert.ok(s.peakBytes > 0, `${s.key}: no memory seen`);
+    assertNumbers(s, ['pushedS', 'totalS', 'perBatchS', 'batchS', 'peakBytes', 'baseBytes', 'heapPeakBytes', 'rssPeakBytes']);  // Node: RSS too
+    assert.ok(s.peakBytes > s.baseBytes, `${s.key}: no memory seen`);
     assert.equal(s.batchEnds.length, 3);
+    assert.equal(s.batchesDone, 3);
+    assert.equal(s.error, null);
   }
   assert.equal(r.boundBytes, 2e6);
   const by = Object.fromEntries(r.series.map((s) => [s.key, s]));
-  assert.equal(by.none.boundBytes, 0);  // (b): the byte bound explicitly off
-  assert.equal(by.none.boundSource, 'none');
-  assert.equal(by.bound.boundSource, 'user');
+  assert.equal(by.nosync.boundBytes, 0);  // (b): the byte bound explicitly off
+  assert.equal(by.nosync.boundSource, 'none');
+  assert.equal(by.bounded.boundBytes, 2e6);
+  assert.equal(by.bounded.boundSource, 'user');
   assert.equal(by.default.boundSource, 'wasm heap');  // (d): the engine as loaded
   assert.equal(by.default.boundBytes, 512 * 2 ** 20);
   // Forward, backward and the SGD step all ran through the engine.

@@ -49,6 +49,7 @@ test('the page, its scripts and the module come with COOP/COEP and their MIME ty
     ['/wasm/dist/asyncnd.js', 'text/javascript; charset=utf-8'],
     ['/wasm/dist/asyncnd.worker.js', 'text/javascript; charset=utf-8'],
     ['/wasm/dist/asyncnd.wasm', 'application/wasm'],
+    ['/experiments/chapter.cjs', 'text/javascript; charset=utf-8'],
   ];
   for (const [p, type] of cases) {
     const r = await get(p);
@@ -83,6 +84,8 @@ test('path traversal is refused, plain or encoded', async () => {
     '/wasm/dist/%2e%2e/%2e%2e/Makefile',
     '/wasm/dist/..%2f..%2fMakefile',
     '/wasm/dist/%2e%2e/CMakeLists.txt',
+    '/experiments/../Makefile',
+    '/experiments/%2e%2e/Makefile',
     '/./index.html',
     '/..%5cMakefile',
     '/%5c..%5cMakefile',
@@ -97,9 +100,10 @@ test('path traversal is refused, plain or encoded', async () => {
   }
 });
 
-test('only web/ (without node_modules and tests) and the built module are served', async () => {
+test('only web/ (without node_modules and tests), the built module and the experiments are served', async () => {
   for (const p of ['/wasm/CMakeLists.txt', '/wasm/package.json', '/wasm/bindings.cpp', '/wasm/test/',
-                   '/node_modules/chart.js/package.json', '/test/e2e.mjs', '/Makefile', '/wasm/dist/']) {
+                   '/node_modules/chart.js/package.json', '/test/e2e.mjs', '/Makefile', '/wasm/dist/',
+                   '/experiments/chapter.h', '/experiments/', '/experiments']) {
     const r = await get(p);
     assert.equal(r.status, 404, `${p} answered ${r.status}`);
   }

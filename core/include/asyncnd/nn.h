@@ -142,15 +142,16 @@ class SGD {
 
 // The chapter's data_iter: num_batches batches of X ~ N(0, 1) [batch_size, features] and
 // y = ones [batch_size], made on demand (queued like any op). It records when each batch is
-// handed out, counted from the first call to next(); with report_every > 0 it prints
-// "batch i, time t sec" every report_every batches, as the chapter does.
+// handed out, counted from the first call to next(), and prints nothing: the chapter's
+// "batch i, time t sec" is the caller's to print (examples/cpp/chapter.cpp does). Throws
+// asyncnd::Error if num_batches < 0, batch_size <= 0 or features <= 0.
 struct Batch {
   NDArray X, y;
 };
 class DataIter {
  public:
   explicit DataIter(int num_batches = 100, std::int64_t batch_size = 1024,
-                    std::int64_t features = 512, int report_every = 0);
+                    std::int64_t features = 512);
   // The next batch into `out`; false when all were handed out. Never blocks (it only queues).
   bool next(Batch& out);
   int num_batches() const { return num_batches_; }
@@ -158,7 +159,7 @@ class DataIter {
   const std::vector<double>& handout_s() const { return handout_s_; }
 
  private:
-  int num_batches_, report_every_, given_ = 0;
+  int num_batches_, given_ = 0;
   std::int64_t batch_size_, features_;
   std::chrono::steady_clock::time_point start_;
   std::vector<double> handout_s_;
