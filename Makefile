@@ -26,6 +26,8 @@ PACKAGES += chromium
 # A CJK font, so that the playground's Chinese renders in headless Chromium (Debian's chromium
 # brings none; 1.6 MB, where fonts-noto-cjk is 57 MB).
 PACKAGES += fonts-wqy-microhei
+# Open MPI for asyncnd::dist (issue 16; ASYNCND_WITH_MPI=AUTO builds it when found).
+PACKAGES += libopenmpi-dev openmpi-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"

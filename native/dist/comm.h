@@ -1,0 +1,85 @@
+// The communication thread: the one thread of a process that calls MPI between dist::init and
+// dist::finalize. Collectives arrive in any order (as the engine runs their ops) and are issued
+// strictly in sequence-number order, each driven to completion with MPI_Test; a watchdog in the
+// same loop aborts the job when one does not complete in time.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "asyncnd/dist.h"
+
+namespace asyncnd {
+namespace dist {
+namespace detail {
+
+// One collective as the communication thread runs it.
+struct Request {
+  std::uint64_t seq = 0;
+  std::string what;  // "allreduce(sum) of 1000 float32": in errors and the watchdog's message
+  // Issued one after the other, each awaited (a large allreduce is several MPI calls; an
+  // allgather of strings is lengths, then bytes). Each returns an MPI error code.
+  std::vector<std::function<int(MPI_Comm, MPI_Request*)>> steps;
+  std::function<void()> after;                       // on success, before done
+  std::function<void(const std::string* error)> done;  // always called once; error or null
+  std::uint64_t bytes_reduced = 0;
+};
+
+class Comm {
+ public:
+  // Duplicates `world` for our own traffic and starts the thread. timeout_s: the watchdog's.
+  Comm(MPI_Comm world, double timeout_s);
+  // Stops the thread once every submitted request ran, then frees the communicator.
+  ~Comm();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  double timeout_s() const { return timeout_s_; }
+
+  // The next sequence number, taken at push time. Atomic, but only one thread pushing
+  // collectives gives the same order on every rank.
+  std::uint64_t next_seq() { return allocated_.fetch_add(1); }
+  // Hands a request over (any thread). It runs once every smaller sequence number has run.
+  void submit(Request r);
+  Stats stats();
+  // Testing aid: the next collective fails with this MPI error code on this rank instead of
+  // being issued (every rank must inject, or the others wait for it).
+  void inject_error(int code) { inject_error_.store(code); }
+
+ private:
+  void loop();
+  // Runs r's steps; returns an error message or "" on success.
+  std::string run(Request& r);
+  [[noreturn]] void watchdog_abort(const Request& r, double waited_s);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  double timeout_s_;
+  std::atomic<std::uint64_t> allocated_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::uint64_t, Request> waiting_;  // submitted, not yet issued
+  std::uint64_t next_issue_ = 0;
+  bool stop_ = false;
+  Stats stats_;
+  std::atomic<int> inject_error_{0};
+  std::thread thread_;
+};
+
+// The process's communication thread (dist::init made it); throws asyncnd::Error before init.
+Comm& comm_for_testing();
+
+}  // namespace detail
+}  // namespace dist
+}  // namespace asyncnd
