@@ -88,3 +88,17 @@ if(ASYNCND_BUILD_TESTS)
   asyncnd_dist_failure_test(guard 2 30 "exception is unwinding past dist::Guard")
   asyncnd_dist_failure_test(skip 2 30 "collective #1 allreduce\\(sum\\) of \\[1000\\] float32 did not complete within 3 s")
 endif()
+
+# The example (make demo-dist) and the benchmark (make bench-dist), which need asyncnd::dist and
+# so live outside the examples/cpp/*.cpp and bench/*.cpp globs.
+if(ASYNCND_BUILD_EXAMPLES)
+  add_executable(example_dist_mlp examples/cpp/dist/dist_mlp.cpp)
+  asyncnd_target_defaults(example_dist_mlp)
+  target_link_libraries(example_dist_mlp PRIVATE asyncnd_dist)
+endif()
+if(ASYNCND_BUILD_BENCH)
+  add_executable(bench_dist bench/dist/dist.cpp)
+  asyncnd_target_defaults(bench_dist)
+  target_compile_definitions(bench_dist PRIVATE ASYNCND_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_link_libraries(bench_dist PRIVATE asyncnd_dist MPI::MPI_CXX)
+endif()

@@ -310,6 +310,51 @@ std::vector<std::string> allgather_strings(const std::string& text) {
 
 Stats stats() { return comm("dist::stats").stats(); }
 
+void mark(const char* name) {
+  static Var v = engine().new_var();  // never deleted: marks are ordered among themselves only
+  PushOptions o;
+  o.name = name;
+  engine().push([] {}, {}, {v}, o);
+}
+
+Overlap overlap(const std::vector<ProfileEvent>& events, const char* begin, const char* end) {
+  // The push-time windows between begin and end marks.
+  std::vector<std::pair<double, double>> windows;
+  double open = -1;
+  for (const ProfileEvent& e : events) {
+    if (e.name == begin) open = e.push_us;
+    if (e.name == end && open >= 0) {
+      windows.emplace_back(open, e.push_us);
+      open = -1;
+    }
+  }
+  auto marked = [&](const ProfileEvent& e) {
+    if (e.name == begin || e.name == end) return false;
+    for (const auto& w : windows)
+      if (e.push_us >= w.first && e.push_us <= w.second) return true;
+    return false;
+  };
+  Overlap out;
+  for (const ProfileEvent& a : events) {
+    if (a.name != "dist_allreduce") continue;
+    out.comm_us += a.end_us - a.start_us;
+    std::vector<std::pair<double, double>> cover;  // a's time covered by marked ops
+    for (const ProfileEvent& e : events)
+      if (marked(e) && e.start_us < a.end_us && a.start_us < e.end_us)
+        cover.emplace_back(std::max(e.start_us, a.start_us), std::min(e.end_us, a.end_us));
+    std::sort(cover.begin(), cover.end());
+    double reach = a.start_us;
+    for (const auto& c : cover) {
+      const double from = std::max(c.first, reach);
+      if (c.second > from) {
+        out.hidden_us += c.second - from;
+        reach = c.second;
+      }
+    }
+  }
+  return out;
+}
+
 namespace detail {
 Comm& comm_for_testing() { return comm("dist::detail::comm_for_testing"); }
 }  // namespace detail

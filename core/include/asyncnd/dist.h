@@ -101,6 +101,19 @@ struct Stats {
 };
 Stats stats();
 
+// Measuring how much communication hides behind compute, from the profiler's events
+// (Engine::profile_events). mark(name) queues an empty op named `name` (a string literal) that
+// writes a variable of its own: its push time marks where the program was. overlap() sums the
+// time the allreduce ops ran, and the part of it during which at least one op pushed between a
+// `begin` mark and the following `end` mark (e.g. around backward()) ran too.
+void mark(const char* name);
+struct Overlap {
+  double comm_us = 0;    // allreduce ops, summed
+  double hidden_us = 0;  // of which, while a marked op ran
+  double fraction() const { return comm_us > 0 ? hidden_us / comm_us : 0.0; }
+};
+Overlap overlap(const std::vector<ProfileEvent>& events, const char* begin, const char* end);
+
 }  // namespace dist
 
 namespace nn {
