@@ -121,7 +121,8 @@ bench-dist: build
 	@if [ ! -x build/bench_dist ]; then echo "bench-dist: SKIPPED (built without MPI)"; else \
 	  $(MPIRUN) -np 1 ./build/example_dist_mlp --batches 10 --json build/dist_np1.json && \
 	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --json build/dist_np2.json && \
-	  $(MPIRUN) -np 2 ./build/bench_dist build/dist_np1.json build/dist_np2.json; fi
+	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --bucket-mb 4 --json build/dist_np2_4mb.json && \
+	  $(MPIRUN) -np 2 ./build/bench_dist build/dist_np1.json build/dist_np2.json build/dist_np2_4mb.json; fi
 
 # The benchmarks' own peer, PyTorch from Debian (python3-torch, about 400 MB with its libraries),
 # installed here rather than by make setup: only the benchmarks need it.

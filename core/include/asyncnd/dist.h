@@ -136,7 +136,7 @@ struct DistributedOptions {
 // gradient, while the rest of backward still runs: communication overlaps backward. Priorities
 // make the buckets' copies run ahead of queued backward ops and the first layers' updates (which
 // the next forward pass needs first) run first. After step(), p.grad() holds the averaged
-// gradient (CPU parameters; GPU gradients go through host memory and keep their local values).
+// gradient (GPU gradients go through host memory: copy, allreduce, copy back, all queued).
 //
 // With one rank it computes exactly what nn::SGD does.
 // Thread safety: one thread, the one that pushes the rank's collectives.
