@@ -72,21 +72,31 @@ if(ASYNCND_BUILD_TESTS)
                      ${MPIEXEC_PREFLAGS} $<TARGET_FILE:asyncnd_dist_tests> ${MPIEXEC_POSTFLAGS})
     set_tests_properties(dist_np${_np} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ASYNCND_MPI_ENV}")
   endforeach()
+  # The other way of running collectives (nonblocking, driven by MPI_Test: what an MPI without
+  # MPI_THREAD_MULTIPLE gets), with 2 ranks.
+  add_test(NAME dist_np2_test_progress
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${ASYNCND_MPIEXEC_FLAGS}
+                   ${MPIEXEC_PREFLAGS} $<TARGET_FILE:asyncnd_dist_tests> ${MPIEXEC_POSTFLAGS})
+  set_tests_properties(dist_np2_test_progress PROPERTIES TIMEOUT 600
+                       ENVIRONMENT "${ASYNCND_MPI_ENV};ASYNCND_DIST_PROGRESS=test")
 
   # Failures must end the job, non-zero and soon, with a message that names the cause.
   # cmake/mpi_expect_failure.cmake runs mpiexec and checks exit status, time and output.
-  function(asyncnd_dist_failure_test name np seconds regex)
-    add_test(NAME dist_fail_${name}
+  # test: the ctest name's end; mode: dist_fail's argument; extra: more environment (a ;-list).
+  function(asyncnd_dist_failure_test test mode seconds regex extra)
+    add_test(NAME dist_fail_${test}
              COMMAND ${CMAKE_COMMAND}
-                     "-DCOMMAND=${MPIEXEC_EXECUTABLE};${MPIEXEC_NUMPROC_FLAG};${np};${ASYNCND_MPIEXEC_FLAGS};$<TARGET_FILE:asyncnd_dist_fail>;${name}"
+                     "-DCOMMAND=${MPIEXEC_EXECUTABLE};${MPIEXEC_NUMPROC_FLAG};2;${ASYNCND_MPIEXEC_FLAGS};$<TARGET_FILE:asyncnd_dist_fail>;${mode}"
                      -DSECONDS=${seconds} "-DREGEX=${regex}"
                      -P ${PROJECT_SOURCE_DIR}/cmake/mpi_expect_failure.cmake)
-    set_tests_properties(dist_fail_${name} PROPERTIES TIMEOUT 120
-                         ENVIRONMENT "${ASYNCND_MPI_ENV};ASYNCND_DIST_TIMEOUT_S=3")
+    set_tests_properties(dist_fail_${test} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "${ASYNCND_MPI_ENV};ASYNCND_DIST_TIMEOUT_S=3;${extra}")
   endfunction()
-  asyncnd_dist_failure_test(throw 2 30 "dist_fail: rank 1 throws")
-  asyncnd_dist_failure_test(guard 2 30 "exception is unwinding past dist::Guard")
-  asyncnd_dist_failure_test(skip 2 30 "collective #1 allreduce\\(sum\\) of \\[1000\\] float32 did not complete within 3 s")
+  set(_watchdog "collective #1 allreduce\\(sum\\) of \\[1000\\] float32 did not complete within 3 s")
+  asyncnd_dist_failure_test(throw throw 30 "dist_fail: rank 1 throws" "")
+  asyncnd_dist_failure_test(guard guard 30 "exception is unwinding past dist::Guard" "")
+  asyncnd_dist_failure_test(skip skip 30 "${_watchdog}" "")
+  asyncnd_dist_failure_test(skip_test_progress skip 30 "${_watchdog}" "ASYNCND_DIST_PROGRESS=test")
 endif()
 
 # The example (make demo-dist) and the benchmark (make bench-dist), which need asyncnd::dist and

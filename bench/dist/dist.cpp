@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   NDArray a = nd::ones({n});
   a.wait_to_read();
   std::vector<double> engine_s, direct_s;
-  for (int rep = 0; rep < 9; ++rep) {
+  for (int rep = 0; rep < 16; ++rep) {
     // Engine: queue, then wait, as a program would.
     dist::barrier();
     auto t0 = Clock::now();

@@ -1,6 +1,8 @@
-// The communication thread (comm.h): in-order issue, MPI_Test progress, the watchdog.
+// The communication thread (comm.h): in-order issue, blocking calls or MPI_Test progress, the
+// watchdog.
 #include "comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <utility>
@@ -26,13 +28,15 @@ std::string mpi_error_text(int code) {
 
 }  // namespace
 
-Comm::Comm(MPI_Comm world, double timeout_s) : timeout_s_(timeout_s) {
+Comm::Comm(MPI_Comm world, double timeout_s, Progress progress)
+    : timeout_s_(timeout_s), progress_(progress) {
   MPI_Comm_dup(world, &comm_);
   // Errors come back as codes, which become the op's error, instead of aborting the job.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   thread_ = std::thread([this] { loop(); });
+  if (progress_ == Progress::kBlocking) watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
 Comm::~Comm() {
@@ -42,6 +46,10 @@ Comm::~Comm() {
   }
   cv_.notify_all();
   thread_.join();
+  if (watchdog_.joinable()) {
+    watchdog_cv_.notify_all();
+    watchdog_.join();
+  }
   MPI_Comm_free(&comm_);
 }
 
@@ -74,12 +82,17 @@ void Comm::loop() {
       auto it = waiting_.begin();
       r = std::move(it->second);
       waiting_.erase(it);
+      running_ = true;
+      running_seq_ = r.seq;
+      running_what_ = r.what;
+      running_since_ = Clock::now();
     }
     const Clock::time_point t0 = Clock::now();
     std::string error = run(r);
     if (error.empty() && r.after) r.after();
     {
       std::lock_guard<std::mutex> lk(mu_);
+      running_ = false;
       ++next_issue_;
       if (error.empty()) {
         ++stats_.collectives;
@@ -97,6 +110,12 @@ std::string Comm::run(Request& r) {
   if (injected != 0)
     return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(injected);
   for (auto& step : r.steps) {
+    if (progress_ == Progress::kBlocking) {  // the watchdog thread keeps time
+      const int rc = step(comm_, nullptr);
+      if (rc != MPI_SUCCESS)
+        return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(rc);
+      continue;
+    }
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = step(comm_, &q);
     if (rc != MPI_SUCCESS)
@@ -114,7 +133,7 @@ std::string Comm::run(Request& r) {
       if (spins >= 256) {
         if ((spins & 255) == 0) {
           const double waited = seconds_since(t0);
-          if (waited > timeout_s_) watchdog_abort(r, waited);
+          if (waited > timeout_s_) watchdog_abort(r.seq, r.what, waited);
         }
         std::this_thread::yield();
       }
@@ -123,12 +142,25 @@ std::string Comm::run(Request& r) {
   return {};
 }
 
-void Comm::watchdog_abort(const Request& r, double waited_s) {
+void Comm::watchdog_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!(stop_ && waiting_.empty() && !running_)) {
+    // Checks a few times per timeout, at most every 100 ms: the abort comes at most that late.
+    const double period = std::min(0.1, timeout_s_ / 4);
+    watchdog_cv_.wait_for(lk, std::chrono::duration<double>(period));
+    if (running_) {
+      const double waited = seconds_since(running_since_);
+      if (waited > timeout_s_) watchdog_abort(running_seq_, running_what_, waited);
+    }
+  }
+}
+
+void Comm::watchdog_abort(std::uint64_t seq, const std::string& what, double waited_s) {
   std::fprintf(stderr,
                "asyncnd dist: rank %d of %d: collective #%llu %s did not complete within %.0f s "
                "(ASYNCND_DIST_TIMEOUT_S); another rank skipped it, issued a different "
                "collective, or is stuck. Calling MPI_Abort.\n",
-               rank_, size_, static_cast<unsigned long long>(r.seq), r.what.c_str(), waited_s);
+               rank_, size_, static_cast<unsigned long long>(seq), what.c_str(), waited_s);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 3);
   std::_Exit(3);  // MPI_Abort does not return; in case it does

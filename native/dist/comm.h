@@ -1,12 +1,16 @@
 // The communication thread: the one thread of a process that calls MPI between dist::init and
 // dist::finalize. Collectives arrive in any order (as the engine runs their ops) and are issued
-// strictly in sequence-number order, each driven to completion with MPI_Test; a watchdog in the
-// same loop aborts the job when one does not complete in time.
+// strictly in sequence-number order. Two ways to run them (Progress): blocking MPI calls, with a
+// watchdog thread that aborts the job when one does not complete in time (needs
+// MPI_THREAD_MULTIPLE: it calls MPI_Abort while the other thread is inside MPI); or nonblocking
+// ones driven to completion with MPI_Test, the watchdog in the same loop (SERIALIZED suffices).
+// dist.cpp chooses (ASYNCND_DIST_PROGRESS); native/dist/README.md has the measurements.
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -28,17 +32,21 @@ struct Request {
   std::uint64_t seq = 0;
   std::string what;  // "allreduce(sum) of 1000 float32": in errors and the watchdog's message
   // Issued one after the other, each awaited (a large allreduce is several MPI calls; an
-  // allgather of strings is lengths, then bytes). Each returns an MPI error code.
+  // allgather of strings is lengths, then bytes). Each returns an MPI error code; given a
+  // request it starts the nonblocking form, given null it makes the blocking call.
   std::vector<std::function<int(MPI_Comm, MPI_Request*)>> steps;
   std::function<void()> after;                       // on success, before done
   std::function<void(const std::string* error)> done;  // always called once; error or null
   std::uint64_t bytes_reduced = 0;
 };
 
+enum class Progress { kBlocking, kTest };
+
 class Comm {
  public:
-  // Duplicates `world` for our own traffic and starts the thread. timeout_s: the watchdog's.
-  Comm(MPI_Comm world, double timeout_s);
+  // Duplicates `world` for our own traffic and starts the thread (and, blocking, the watchdog).
+  // timeout_s: the watchdog's.
+  Comm(MPI_Comm world, double timeout_s, Progress progress);
   // Stops the thread once every submitted request ran, then frees the communicator.
   ~Comm();
 
@@ -60,11 +68,13 @@ class Comm {
   void loop();
   // Runs r's steps; returns an error message or "" on success.
   std::string run(Request& r);
-  [[noreturn]] void watchdog_abort(const Request& r, double waited_s);
+  [[noreturn]] void watchdog_abort(std::uint64_t seq, const std::string& what, double waited_s);
+  void watchdog_loop();  // Progress::kBlocking
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   double timeout_s_;
+  Progress progress_;
   std::atomic<std::uint64_t> allocated_{0};
 
   std::mutex mu_;
@@ -74,7 +84,14 @@ class Comm {
   bool stop_ = false;
   Stats stats_;
   std::atomic<int> inject_error_{0};
-  std::thread thread_;
+  // The collective running now, for the watchdog (under mu_): its sequence number, description
+  // and start; running_ is false between collectives.
+  bool running_ = false;
+  std::uint64_t running_seq_ = 0;
+  std::string running_what_;
+  std::chrono::steady_clock::time_point running_since_;
+  std::condition_variable watchdog_cv_;
+  std::thread thread_, watchdog_;
 };
 
 // The process's communication thread (dist::init made it); throws asyncnd::Error before init.

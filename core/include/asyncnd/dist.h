@@ -36,12 +36,15 @@
 namespace asyncnd {
 namespace dist {
 
-// Initialises MPI with MPI_THREAD_SERIALIZED (the communication thread is the only one calling
-// MPI between init and finalize), starts the communication thread and reads
-// ASYNCND_DIST_TIMEOUT_S. If the program already initialised MPI, uses it (it must provide
-// MPI_THREAD_SERIALIZED or more) and leaves finalising it to the program. Main thread, once.
-// Throws asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or
-// for a bad ASYNCND_DIST_TIMEOUT_S.
+// Initialises MPI (asking for MPI_THREAD_MULTIPLE, needing MPI_THREAD_SERIALIZED), starts the
+// communication thread and reads ASYNCND_DIST_TIMEOUT_S and ASYNCND_DIST_PROGRESS: "blocking"
+// (blocking collectives, a watchdog thread; needs MULTIPLE), "test" (nonblocking collectives
+// driven with MPI_Test; SERIALIZED suffices), unset: blocking where MPI provides MULTIPLE. Sets
+// OMPI_MCA_mpi_yield_when_idle=1 for Open MPI unless already set (its blocking calls then yield
+// the core to the engine's workers). If the program already initialised MPI, uses it (it must
+// provide the level) and leaves finalising it to the program. Main thread, once. Throws
+// asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or for a
+// bad variable.
 void init(int& argc, char**& argv);
 void init();  // the same without the command line
 // Waits for every queued op (engine().waitall(); an error it rethrows is printed to stderr, not
