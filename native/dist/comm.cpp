@@ -106,40 +106,71 @@ void Comm::loop() {
 
 std::string Comm::run(Request& r) {
   const Clock::time_point t0 = Clock::now();
+  auto failed = [&r](int rc) {
+    return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(rc);
+  };
   const int injected = inject_error_.exchange(0);
-  if (injected != 0)
-    return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(injected);
+  if (injected != 0) return failed(injected);
+  if (check_.load()) {
+    std::string differs;
+    const int rc = check(r, t0, differs);
+    if (rc != MPI_SUCCESS) return failed(rc);
+    if (!differs.empty()) return differs;
+  }
   for (auto& step : r.steps) {
-    if (progress_ == Progress::kBlocking) {  // the watchdog thread keeps time
-      const int rc = step(comm_, nullptr);
-      if (rc != MPI_SUCCESS)
-        return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(rc);
-      continue;
-    }
-    MPI_Request q = MPI_REQUEST_NULL;
-    int rc = step(comm_, &q);
-    if (rc != MPI_SUCCESS)
-      return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(rc);
-    // Open MPI progresses a nonblocking collective only inside MPI calls: this loop drives it.
-    // Spin first (a round of a collective is microseconds), then yield the core to the engine's
-    // workers, which share it on a small machine.
-    int flag = 0;
-    for (unsigned spins = 0;; ++spins) {
-      MPI_Status status;
-      rc = MPI_Test(&q, &flag, &status);
-      if (rc != MPI_SUCCESS)
-        return "collective #" + std::to_string(r.seq) + " " + r.what + ": " + mpi_error_text(rc);
-      if (flag) break;
-      if (spins >= 256) {
-        if ((spins & 255) == 0) {
-          const double waited = seconds_since(t0);
-          if (waited > timeout_s_) watchdog_abort(r.seq, r.what, waited);
-        }
-        std::this_thread::yield();
-      }
-    }
+    const int rc = complete(step, r, t0);
+    if (rc != MPI_SUCCESS) return failed(rc);
   }
   return {};
+}
+
+int Comm::complete(const Step& step, const Request& r, Clock::time_point t0) {
+  if (progress_ == Progress::kBlocking) return step(comm_, nullptr);  // the watchdog keeps time
+  MPI_Request q = MPI_REQUEST_NULL;
+  int rc = step(comm_, &q);
+  if (rc != MPI_SUCCESS) return rc;
+  // Open MPI progresses a nonblocking collective only inside MPI calls: this loop drives it.
+  // Spin first (a round of a collective is microseconds), then yield the core to the engine's
+  // workers, which share it on a small machine.
+  int flag = 0;
+  for (unsigned spins = 0;; ++spins) {
+    MPI_Status status;
+    rc = MPI_Test(&q, &flag, &status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (spins >= 256) {
+      if ((spins & 255) == 0) {
+        const double waited = seconds_since(t0);
+        if (waited > timeout_s_) watchdog_abort(r.seq, r.what, waited);
+      }
+      std::this_thread::yield();
+    }
+  }
+}
+
+int Comm::check(const Request& r, Clock::time_point t0, std::string& differs) {
+  // Every rank's description of its collective number r.seq, fixed-size so that one allgather
+  // takes them, whatever they are.
+  constexpr int kLen = 200;
+  std::vector<char> mine(kLen, '\0'), all(static_cast<std::size_t>(kLen) * size_, '\0');
+  r.what.copy(mine.data(), kLen - 1);
+  const int rc = complete(
+      [&](MPI_Comm c, MPI_Request* q) {
+        return q ? MPI_Iallgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, c, q)
+                 : MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, c);
+      },
+      r, t0);
+  if (rc != MPI_SUCCESS) return rc;
+  const std::string first(all.data());
+  for (int k = 1; k < size_; ++k) {
+    const std::string other(all.data() + static_cast<std::size_t>(k) * kLen);
+    if (other != first) {
+      differs = "collective #" + std::to_string(r.seq) + " differs between ranks " +
+                "(ASYNCND_DIST_CHECK): rank 0 issues " + first + ", rank " + std::to_string(k) +
+                " issues " + other;
+      break;
+    }
+  }
+  return MPI_SUCCESS;
 }
 
 void Comm::watchdog_loop() {

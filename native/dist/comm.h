@@ -27,14 +27,17 @@ namespace asyncnd {
 namespace dist {
 namespace detail {
 
+// One MPI call of a collective: given a request it starts the nonblocking form, given null it
+// makes the blocking call. Returns an MPI error code.
+using Step = std::function<int(MPI_Comm, MPI_Request*)>;
+
 // One collective as the communication thread runs it.
 struct Request {
   std::uint64_t seq = 0;
   std::string what;  // "allreduce(sum) of 1000 float32": in errors and the watchdog's message
   // Issued one after the other, each awaited (a large allreduce is several MPI calls; an
-  // allgather of strings is lengths, then bytes). Each returns an MPI error code; given a
-  // request it starts the nonblocking form, given null it makes the blocking call.
-  std::vector<std::function<int(MPI_Comm, MPI_Request*)>> steps;
+  // allgather of strings is lengths, then bytes).
+  std::vector<Step> steps;
   std::function<void()> after;                       // on success, before done
   std::function<void(const std::string* error)> done;  // always called once; error or null
   std::uint64_t bytes_reduced = 0;
@@ -63,11 +66,18 @@ class Comm {
   // Testing aid: the next collective fails with this MPI error code on this rank instead of
   // being issued (every rank must inject, or the others wait for it).
   void inject_error(int code) { inject_error_.store(code); }
+  // ASYNCND_DIST_CHECK: before each collective, an allgather of every rank's description of it;
+  // if they differ, the collective fails on every rank, naming both. Every rank must set the same.
+  void set_check(bool on) { check_.store(on); }
 
  private:
   void loop();
   // Runs r's steps; returns an error message or "" on success.
   std::string run(Request& r);
+  // Runs one step to completion (blocking, or driven by MPI_Test); its MPI error code.
+  int complete(const Step& step, const Request& r, std::chrono::steady_clock::time_point t0);
+  // The ASYNCND_DIST_CHECK allgather; sets `differs` to the message when the ranks disagree.
+  int check(const Request& r, std::chrono::steady_clock::time_point t0, std::string& differs);
   [[noreturn]] void watchdog_abort(std::uint64_t seq, const std::string& what, double waited_s);
   void watchdog_loop();  // Progress::kBlocking
 
@@ -84,6 +94,7 @@ class Comm {
   bool stop_ = false;
   Stats stats_;
   std::atomic<int> inject_error_{0};
+  std::atomic<bool> check_{false};
   // The collective running now, for the watchdog (under mu_): its sequence number, description
   // and start; running_ is false between collectives.
   bool running_ = false;

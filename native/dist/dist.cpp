@@ -215,6 +215,10 @@ void init(int& argc, char**& argv) {
   if (g_comm) throw Error(std::string(kOp) + ": called twice");
   const double timeout = timeout_from_env();
   const ProgressChoice choice = progress_from_env();
+  const char* check_env = std::getenv("ASYNCND_DIST_CHECK");
+  const bool check =
+      check_env && *check_env &&
+      asyncnd::detail::parse_env_uint("ASYNCND_DIST_CHECK", check_env, 0, 1, "0 or 1") == 1;
   int already = 0;
   MPI_Initialized(&already);
   int provided = MPI_THREAD_SINGLE;
@@ -244,6 +248,7 @@ void init(int& argc, char**& argv) {
                 (needed == MPI_THREAD_MULTIPLE ? " for ASYNCND_DIST_PROGRESS=blocking"
                                                : " (its communication thread calls MPI)"));
   g_comm = std::make_unique<Comm>(MPI_COMM_WORLD, timeout, progress);
+  g_comm->set_check(check);
 }
 
 void finalize() {
@@ -321,7 +326,7 @@ std::vector<std::string> allgather_strings(const std::string& text) {
   auto offsets = std::make_shared<std::vector<int>>(static_cast<std::size_t>(n));
   auto bytes = std::make_shared<std::vector<char>>();
   Request r;
-  r.what = "allgather of " + std::to_string(text.size()) + " bytes";
+  r.what = "allgather of strings";  // the same on every rank, whatever the lengths
   r.steps.push_back([mine, lengths](MPI_Comm c, MPI_Request* q) {
     return q ? MPI_Iallgather(mine.get(), 1, MPI_INT, lengths->data(), 1, MPI_INT, c, q)
              : MPI_Allgather(mine.get(), 1, MPI_INT, lengths->data(), 1, MPI_INT, c);

@@ -138,6 +138,25 @@ TEST_CASE("dist: an MPI error becomes the op's error, rethrown at the wait") {
   CHECK(c.to_vector()[0] == static_cast<float>(dist::size()));
 }
 
+TEST_CASE("dist: with the check on, collectives that differ between ranks fail on every rank") {
+  dist::detail::Comm& comm = dist::detail::comm_for_testing();
+  comm.set_check(true);  // on every rank (ASYNCND_DIST_CHECK=1)
+  NDArray same = nd::ones({6});
+  dist::allreduce(same);
+  CHECK(same.to_vector()[0] == static_cast<float>(dist::size()));
+  if (dist::size() > 1) {
+    // Rank 1 reduces a different size: unchecked, MPI would truncate or hang.
+    NDArray a = nd::ones({dist::rank() == 1 ? 12 : 10});
+    dist::allreduce(a);
+    REQUIRE_THROWS_WITH(a.wait_to_read(),
+                        Catch::Contains("differs between ranks") &&
+                            Catch::Contains("rank 0 issues allreduce(sum) of [10] float32") &&
+                            Catch::Contains("rank 1 issues allreduce(sum) of [12] float32"));
+  }
+  comm.set_check(false);
+  dist::barrier();
+}
+
 TEST_CASE("dist: a collective skipped after a local failure still pairs up, with NaNs") {
   // Only rank 0's input fails. Rank 0 rethrows its own error; the others do not hang, and see NaN.
   NDArray a = nd::ones({4});

@@ -41,7 +41,10 @@ namespace dist {
 // (blocking collectives, a watchdog thread; needs MULTIPLE), "test" (nonblocking collectives
 // driven with MPI_Test; SERIALIZED suffices), unset: blocking where MPI provides MULTIPLE. Sets
 // OMPI_MCA_mpi_yield_when_idle=1 for Open MPI unless already set (its blocking calls then yield
-// the core to the engine's workers). If the program already initialised MPI, uses it (it must
+// the core to the engine's workers). ASYNCND_DIST_CHECK=1 (the same on every rank): before each
+// collective, every rank's description of it is allgathered, and if they differ the collective
+// fails on every rank naming both (a debugging aid: one more small collective each). If the
+// program already initialised MPI, uses it (it must
 // provide the level) and leaves finalising it to the program. Main thread, once. Throws
 // asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or for a
 // bad variable.
