@@ -79,6 +79,14 @@ if(ASYNCND_BUILD_TESTS)
                    ${MPIEXEC_PREFLAGS} $<TARGET_FILE:asyncnd_dist_tests> ${MPIEXEC_POSTFLAGS})
   set_tests_properties(dist_np2_test_progress PROPERTIES TIMEOUT 600
                        ENVIRONMENT "${ASYNCND_MPI_ENV};ASYNCND_DIST_PROGRESS=test")
+  # The naive engine (every op inline at push: a collective blocks the pushing thread), without
+  # the overlap test, which it cannot pass by design.
+  add_test(NAME dist_np2_naive_engine
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${ASYNCND_MPIEXEC_FLAGS}
+                   ${MPIEXEC_PREFLAGS} $<TARGET_FILE:asyncnd_dist_tests> ${MPIEXEC_POSTFLAGS}
+                   "~*overlap*")
+  set_tests_properties(dist_np2_naive_engine PROPERTIES TIMEOUT 600
+                       ENVIRONMENT "${ASYNCND_MPI_ENV};ASYNCND_ENGINE=naive")
 
   # Failures must end the job, non-zero and soon, with a message that names the cause.
   # cmake/mpi_expect_failure.cmake runs mpiexec and checks exit status, time and output.
