@@ -10,7 +10,8 @@
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make bench          benchmarks -> bench/results/native.json, wasm.json (and gpu.json with a GPU);
+#   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist/)
+#   make bench          benchmarks -> bench/results/native.json, wasm.json, dist.json (and gpu.json with a GPU);
 #                       installs the PyTorch peer (python3-torch) first: make bench-setup
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
@@ -18,7 +19,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm clean fuzz
-.PHONY: setup-web playground test-web
+.PHONY: setup-web playground test-web demo-dist bench-dist
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -26,6 +27,8 @@ PACKAGES += chromium
 # A CJK font, so that the playground's Chinese renders in headless Chromium (Debian's chromium
 # brings none; 1.6 MB, where fonts-noto-cjk is 57 MB).
 PACKAGES += fonts-wqy-microhei
+# Open MPI for asyncnd::dist (issue 16; ASYNCND_WITH_MPI=AUTO builds it when found).
+PACKAGES += libopenmpi-dev openmpi-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
@@ -107,6 +110,21 @@ test-sanitize: setup
 demo: build
 	./build/example_chapter
 
+# Open MPI here: root in containers, 2 cores, loopback only (TOOLCHAIN.md); harmless elsewhere.
+MPIRUN := env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --oversubscribe --bind-to none
+demo-dist: build
+	$(MPIRUN) -np 2 ./build/example_dist_mlp --trace build/dist_trace
+
+# asyncnd::dist's figures -> bench/results/dist.json: the MLP on 1 and 2 ranks, then the
+# allreduce bandwidth against plain MPI_Allreduce (bench/dist/dist.cpp).
+bench-dist: build
+	@if [ ! -x build/bench_dist ]; then echo "bench-dist: SKIPPED (built without MPI)"; else \
+	  $(MPIRUN) -np 1 ./build/example_dist_mlp --batches 10 --json build/dist_np1.json && \
+	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --json build/dist_np2.json && \
+	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --bucket-mb 4 --json build/dist_np2_4mb.json && \
+	  $(MPIRUN) -np 2 ./build/bench_dist build/dist_np1.json build/dist_np2.json build/dist_np2_4mb.json; fi
+
 # The benchmarks' own peer, PyTorch from Debian (python3-torch, about 400 MB with its libraries),
 # installed here rather than by make setup: only the benchmarks need it.
 bench-setup:
@@ -118,6 +136,7 @@ bench: build bench-setup
 	./build/bench_native
 	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.
 	./build/bench_gpu
+	$(MAKE) --no-print-directory bench-dist
 	$(MAKE) --no-print-directory bench-wasm
 
 # The WebAssembly module in Node next to TensorFlow.js (bench/wasm/package-lock.json pins it).

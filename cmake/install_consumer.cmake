@@ -20,3 +20,6 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -D CMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --config ${BUILD_TYPE})
 run(${WORK_DIR}/build/consumer)
+if(EXISTS ${WORK_DIR}/build/consumer_dist)  # built when the installed asyncnd has asyncnd::dist
+  run(${WORK_DIR}/build/consumer_dist)
+endif()

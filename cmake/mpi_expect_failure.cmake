@@ -1,0 +1,25 @@
+# ctest dist_fail_*: runs COMMAND (an mpiexec line, a ;-list) and passes only if it exits
+# non-zero within SECONDS and its output matches REGEX. A job that hangs is killed at 3 x SECONDS.
+# Inputs (-D): COMMAND SECONDS REGEX.
+string(TIMESTAMP t0 "%s")
+math(EXPR hard_limit "${SECONDS} * 3")
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out
+                TIMEOUT ${hard_limit})
+string(TIMESTAMP t1 "%s")
+math(EXPR took "${t1} - ${t0}")
+message("${out}")
+message("mpi_expect_failure: exit '${rc}' after ${took} s")
+if(rc STREQUAL "0")
+  message(FATAL_ERROR "mpi_expect_failure: the job exited 0; expected a failure")
+endif()
+if(rc MATCHES "timeout")
+  message(FATAL_ERROR "mpi_expect_failure: the job hung (killed after ${hard_limit} s)")
+endif()
+if(took GREATER SECONDS)
+  message(FATAL_ERROR "mpi_expect_failure: the job took ${took} s to fail; expected <= ${SECONDS} s")
+endif()
+string(REGEX MATCH "${REGEX}" found "${out}")
+if(NOT found)
+  message(FATAL_ERROR "mpi_expect_failure: the output does not match '${REGEX}'")
+endif()
+message("mpi_expect_failure: OK")

@@ -1,0 +1,274 @@
+// nn::DistributedTrainer: the layout check, rank 0's parameters broadcast, gradient buckets
+// allreduced as engine ops, and the SGD update fused with the copy out of each bucket.
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "asyncnd/autograd.h"
+#include "asyncnd/dist.h"
+#include "asyncnd/ops.h"
+#include "autograd_internal.h"  // detail::assign, detail::sgd_update (the GPU path)
+
+namespace asyncnd {
+namespace nn {
+
+namespace {
+
+float* writable(const NDArray& a) {  // a CPU array's storage, for an op that declares the write
+  return const_cast<float*>(a.unsafe_data());
+}
+
+// One line per parameter: what must agree across ranks, a tab, then the name (for messages).
+std::string layout_of(const std::vector<Parameter>& params, const DistributedOptions& o) {
+  std::ostringstream os;
+  os << "buckets of " << o.bucket_bytes << " bytes, the first " << o.first_bucket_bytes
+     << ", root " << o.root << "\n";
+  for (const Parameter& p : params) {
+    os << shape_str(p.shape());
+    if (p.initialized()) os << ' ' << p.data().device().str();
+    else os << " (not initialised)";
+    os << '\t' << p.name() << '\n';
+  }
+  return os.str();
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  for (std::string line; std::getline(is, line);) out.push_back(line);
+  return out;
+}
+
+std::string before_tab(const std::string& s) { return s.substr(0, s.find('\t')); }
+
+// "" when every rank's layout equals rank 0's; else what differs, the same text on every rank.
+std::string compare_layouts(const std::vector<std::string>& all) {
+  std::string msg;
+  const std::vector<std::string> ref = lines_of(all[0]);
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    const std::vector<std::string> mine = lines_of(all[r]);
+    std::string diff;
+    if (before_tab(mine[0]) != before_tab(ref[0])) {
+      diff = "options: rank 0 has " + ref[0] + ", rank " + std::to_string(r) + " has " + mine[0];
+    } else if (mine.size() != ref.size()) {
+      diff = "rank 0 has " + std::to_string(ref.size() - 1) + " parameters, rank " +
+             std::to_string(r) + " has " + std::to_string(mine.size() - 1);
+    } else {
+      for (std::size_t i = 1; i < ref.size() && diff.empty(); ++i) {
+        if (before_tab(mine[i]) == before_tab(ref[i])) continue;
+        auto show = [](const std::string& line) {
+          const std::size_t tab = line.find('\t');
+          return line.substr(tab + 1) + " " + line.substr(0, tab);
+        };
+        diff = "parameter " + std::to_string(i - 1) + ": rank 0 has " + show(ref[i]) +
+               ", rank " + std::to_string(r) + " has " + show(mine[i]);
+      }
+    }
+    if (!diff.empty()) msg += (msg.empty() ? "" : "; ") + diff;
+  }
+  return msg;
+}
+
+}  // namespace
+
+struct DistributedTrainer::Impl {
+  struct Bucket {
+    std::vector<std::size_t> params;     // indices, in the order packed
+    std::vector<std::int64_t> offsets;   // of each parameter in flat
+    NDArray flat;                        // CPU, the bucket's gradients side by side
+  };
+  std::vector<Parameter> params;
+  float lr;
+  DistributedOptions options;
+  std::vector<Bucket> buckets;
+  std::size_t bytes = 0;
+};
+
+DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float learning_rate,
+                                       DistributedOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  static const char* kOp = "DistributedTrainer";
+  for (const Parameter& p : params)
+    if (!p.defined()) throw Error(std::string(kOp) + ": empty parameter handle in the list");
+  if (options.bucket_bytes == 0 || options.first_bucket_bytes == 0)
+    throw Error(std::string(kOp) + ": bucket sizes must be positive");
+  if (!dist::initialized()) throw Error(std::string(kOp) + ": dist::init() has not been called");
+  if (options.root < 0 || options.root >= dist::size())
+    throw Error(std::string(kOp) + ": root " + std::to_string(options.root) +
+                " is not a rank (size " + std::to_string(dist::size()) + ")");
+  impl_->params = std::move(params);
+  impl_->lr = learning_rate;
+  impl_->options = options;
+  const std::vector<Parameter>& ps = impl_->params;
+
+  // Before any collective on the parameters: a rank with other buckets would pair its
+  // allreduces with different ones elsewhere, and MPI would truncate, corrupt or hang.
+  const std::string diff = compare_layouts(dist::allgather_strings(layout_of(ps, options)));
+  if (!diff.empty())
+    throw Error(std::string(kOp) + ": the parameters differ between ranks (" +
+                std::to_string(dist::size()) + " ranks): " + diff);
+  for (const Parameter& p : ps)  // the same on every rank now, so every rank throws
+    if (!p.initialized())
+      throw Error(std::string(kOp) + ": parameter '" + p.name() + "' " + shape_str(p.shape()) +
+                  " is not initialised yet: run one forward pass (or give Dense its in_units) "
+                  "before making the trainer, so that rank " + std::to_string(options.root) +
+                  "'s initial values can be broadcast");
+
+  // Buckets in reverse parameter order: backward produces the last layer's gradients first.
+  std::size_t cap = options.first_bucket_bytes, used = 0;
+  for (std::size_t k = ps.size(); k-- > 0;) {
+    const std::size_t nb = ps[k].data().nbytes();
+    if (impl_->buckets.empty() || (used > 0 && used + nb > cap)) {
+      if (!impl_->buckets.empty()) cap = options.bucket_bytes;
+      impl_->buckets.emplace_back();
+      used = 0;
+    }
+    Impl::Bucket& b = impl_->buckets.back();
+    b.offsets.push_back(static_cast<std::int64_t>(used / sizeof(float)));
+    b.params.push_back(k);
+    used += nb;
+    impl_->bytes += nb;
+  }
+  for (Impl::Bucket& b : impl_->buckets) {
+    std::int64_t n = 0;
+    for (std::size_t k : b.params) n += ps[k].data().size();
+    b.flat = nd::empty({n});
+  }
+  broadcast_parameters();
+}
+
+DistributedTrainer::~DistributedTrainer() = default;
+DistributedTrainer::DistributedTrainer(DistributedTrainer&&) noexcept = default;
+DistributedTrainer& DistributedTrainer::operator=(DistributedTrainer&&) noexcept = default;
+
+void DistributedTrainer::broadcast_parameters() {
+  autograd::Pause pause;
+  for (const Parameter& p : impl_->params) {
+    NDArray w = p.data();
+    if (w.device().is_cpu()) {
+      dist::broadcast(w, impl_->options.root);
+    } else {  // through host memory: copy, broadcast, copy back (all queued)
+      NDArray h = w.copy_to(Device::cpu());
+      dist::broadcast(h, impl_->options.root);
+      detail::assign(w, h.copy_to(w.device()));
+    }
+  }
+}
+
+void DistributedTrainer::step(std::int64_t batch_size) {
+  static const char* kOp = "DistributedTrainer::step";
+  if (batch_size <= 0)
+    throw Error(std::string(kOp) + ": batch_size must be positive, got " +
+                std::to_string(batch_size));
+  autograd::Pause pause;
+  const std::vector<Parameter>& ps = impl_->params;
+  const float alpha = impl_->lr / static_cast<float>(batch_size);
+  // The gradients as CPU arrays (a GPU gradient is copied to the host, queued).
+  std::vector<NDArray> grads(ps.size()), host(ps.size());
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    grads[k] = ps[k].grad();
+    host[k] = grads[k].device().is_cpu() ? grads[k] : grads[k].copy_to(Device::cpu());
+  }
+
+  // 1. Every bucket's pack and allreduce, in bucket order: the order of the collectives, the same
+  //    on every rank. Each pack runs as soon as backward has written its gradients, ahead of the
+  //    backward ops still queued (priority), and its allreduce right after.
+  for (Impl::Bucket& b : impl_->buckets) {
+    std::vector<Var> reads;
+    std::vector<const float*> src;
+    std::vector<std::int64_t> len;
+    for (std::size_t k : b.params) {
+      reads.push_back(host[k].var());
+      src.push_back(host[k].unsafe_data());
+      len.push_back(host[k].size());
+    }
+    float* dst = writable(b.flat);
+    PushOptions o;
+    o.name = "dist_bucket_pack";
+    o.priority = dist::kCollectivePriority;
+    engine().push(
+        [dst, src, len] {
+          std::int64_t off = 0;
+          for (std::size_t i = 0; i < src.size(); ++i) {
+            std::memcpy(dst + off, src[i], static_cast<std::size_t>(len[i]) * sizeof(float));
+            off += len[i];
+          }
+        },
+        std::move(reads), {b.flat.var()}, o);
+    dist::allreduce(b.flat, dist::Reduce::kMean);
+  }
+
+  // 2. The updates, out of each bucket once its allreduce is done. The last bucket holds the first
+  //    layers, which the next forward pass needs first: the highest priority.
+  for (std::size_t bi = impl_->buckets.size(); bi-- > 0;) {
+    Impl::Bucket& b = impl_->buckets[bi];
+    PushOptions o;
+    o.name = "dist_bucket_update";
+    o.priority = static_cast<int>(bi) + 1;
+    const float* flat = b.flat.unsafe_data();
+    std::vector<Var> writes;
+    std::vector<float*> w, g;
+    std::vector<std::int64_t> off, len;
+    std::vector<std::size_t> gpu;
+    for (std::size_t i = 0; i < b.params.size(); ++i) {
+      const std::size_t k = b.params[i];
+      NDArray wk = ps[k].data();
+      if (!wk.device().is_cpu()) {
+        gpu.push_back(i);
+        continue;
+      }
+      writes.push_back(wk.var());
+      writes.push_back(grads[k].var());
+      w.push_back(writable(wk));
+      g.push_back(writable(grads[k]));
+      off.push_back(b.offsets[i]);
+      len.push_back(wk.size());
+    }
+    if (!w.empty()) {
+      // The averaged gradient into p.grad(), and w -= alpha * g, in one pass.
+      engine().push(
+          [flat, w, g, off, len, alpha] {
+            for (std::size_t j = 0; j < w.size(); ++j) {
+              const float* s = flat + off[j];
+              float* wj = w[j];
+              float* gj = g[j];
+              for (std::int64_t e = 0; e < len[j]; ++e) {
+                gj[e] = s[e];
+                wj[e] -= alpha * s[e];
+              }
+            }
+          },
+          {b.flat.var()}, std::move(writes), o);
+    }
+    for (std::size_t i : gpu) {  // GPU: out of the bucket on the host, copy, update there
+      const std::size_t k = b.params[i];
+      float* h = writable(host[k]);
+      const std::int64_t o_k = b.offsets[i], n_k = host[k].size();
+      PushOptions u = o;
+      u.name = "dist_bucket_unpack";
+      engine().push(
+          [flat, h, o_k, n_k] {
+            std::memcpy(h, flat + o_k, static_cast<std::size_t>(n_k) * sizeof(float));
+          },
+          {b.flat.var()}, {host[k].var()}, u);
+      NDArray wk = ps[k].data();
+      detail::assign(grads[k], host[k].copy_to(wk.device()));
+      detail::sgd_update(wk, grads[k], alpha);
+    }
+  }
+}
+
+float DistributedTrainer::learning_rate() const { return impl_->lr; }
+void DistributedTrainer::set_learning_rate(float lr) { impl_->lr = lr; }
+
+std::vector<std::vector<std::size_t>> DistributedTrainer::buckets() const {
+  std::vector<std::vector<std::size_t>> out;
+  for (const Impl::Bucket& b : impl_->buckets) out.push_back(b.params);
+  return out;
+}
+
+std::size_t DistributedTrainer::bytes_per_step() const { return impl_->bytes; }
+
+}  // namespace nn
+}  // namespace asyncnd

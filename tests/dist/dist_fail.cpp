@@ -1,0 +1,54 @@
+// Programs that fail on purpose, run by ctest dist_fail_* through cmake/mpi_expect_failure.cmake,
+// which checks that the whole job exits non-zero within seconds with the expected message.
+//   throw: rank 1 throws out of main while rank 0 waits for an allreduce that needs rank 1.
+//   guard: the same, but the exception unwinds through dist::Guard (caught in main).
+//   skip:  rank 1 skips a collective; rank 0's watchdog (ASYNCND_DIST_TIMEOUT_S) aborts the job.
+#include <asyncnd/asyncnd.h>
+#include <asyncnd/dist.h>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+using namespace asyncnd;
+
+namespace {
+
+void rank0_waits() {
+  NDArray a = nd::ones({1000});
+  dist::allreduce(a);
+  a.wait_to_read();  // never returns: rank 1 is not there
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "throw") {
+    dist::init(argc, argv);
+    if (dist::rank() == 1) throw std::runtime_error("dist_fail: rank 1 throws");
+    rank0_waits();
+  } else if (mode == "guard") {
+    try {
+      dist::Guard mpi(argc, argv);
+      if (dist::rank() == 1) throw std::runtime_error("dist_fail: rank 1 throws");
+      rank0_waits();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "caught: %s\n", e.what());
+      return 1;
+    }
+  } else if (mode == "skip") {
+    dist::Guard mpi(argc, argv);
+    NDArray a = nd::ones({1000});
+    dist::allreduce(a);  // #0 on every rank
+    if (dist::rank() != 1) dist::allreduce(a);  // #1: rank 1 skips it
+    a.wait_to_read();
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+  } else {
+    std::fprintf(stderr, "dist_fail: mode throw, guard or skip\n");
+    return 2;
+  }
+  return 0;
+}

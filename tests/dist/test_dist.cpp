@@ -1,0 +1,329 @@
+// asyncnd::dist under mpiexec (ctest dist_np1, dist_np2, dist_np3): every rank runs every test
+// case in the same order, so their collectives pair up. Seeded: ASYNCND_DIST_SEED reproduces.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <asyncnd/asyncnd.h>
+#include <asyncnd/dist.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+
+using namespace asyncnd;
+
+namespace {
+
+std::uint64_t test_seed() {
+  const char* s = std::getenv("ASYNCND_DIST_SEED");
+  return s ? std::strtoull(s, nullptr, 10) : 20261123u;
+}
+
+// Near: relative tolerance for sums whose order MPI chooses.
+bool near(float a, float b, float rel = 1e-5f) {
+  return std::fabs(a - b) <= rel * std::max(1.0f, std::max(std::fabs(a), std::fabs(b)));
+}
+
+// The values rank r starts array i with: small integers, different on every rank.
+std::vector<float> start_values(int r, std::size_t i, std::int64_t n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t e = 0; e < n; ++e)
+    v[static_cast<std::size_t>(e)] = static_cast<float>((e * 7 + static_cast<std::int64_t>(i) * 3 + r * 5) % 11) - 5.0f;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("dist: rank and size match mpiexec's") {
+  const char* env = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (env) CHECK(dist::size() == std::atoi(env));
+  CHECK(dist::rank() >= 0);
+  CHECK(dist::rank() < dist::size());
+  dist::barrier();
+  REQUIRE_THROWS_WITH(dist::init(), Catch::Contains("called twice"));
+}
+
+TEST_CASE("dist: bad calls throw at the call, queuing nothing") {
+  NDArray empty;
+  REQUIRE_THROWS_WITH(dist::allreduce(empty), Catch::Contains("array is empty"));
+  NDArray a = nd::ones({3});
+  REQUIRE_THROWS_WITH(dist::broadcast(a, dist::size()), Catch::Contains("is not a rank"));
+  REQUIRE_THROWS_WITH(dist::broadcast(a, -1), Catch::Contains("is not a rank"));
+}
+
+// A seeded random program, the same on every rank: local ops that read and write the arrays,
+// and collectives on them, all queued with no wait until the end; then every array against a
+// serial reference that tracks every rank's values.
+TEST_CASE("dist: collectives and local ops in flight equal a serial reference") {
+  const std::uint64_t seed = test_seed();
+  INFO("seed " << seed << " (ASYNCND_DIST_SEED)");
+  const int R = dist::size(), me = dist::rank();
+  const std::vector<std::int64_t> sizes = {1, 7, 1000, 4097, 65537, (1 << 20) + 3};
+  std::vector<NDArray> arr;
+  std::vector<std::vector<std::vector<float>>> ref(static_cast<std::size_t>(R));  // [rank][array]
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    for (int r = 0; r < R; ++r) ref[static_cast<std::size_t>(r)].push_back(start_values(r, i, sizes[i]));
+    arr.push_back(nd::from_vector(start_values(me, i, sizes[i]), {sizes[i]}));
+  }
+  std::vector<NDArray> snapshots;  // arrays computed from arr right after a collective
+  std::vector<std::vector<float>> snapshot_ref;
+  std::mt19937_64 rng(seed);
+  for (int step = 0; step < 120; ++step) {
+    const std::size_t i = rng() % arr.size();
+    const int kind = static_cast<int>(rng() % 6);
+    auto for_each_rank = [&](auto f) {
+      for (int r = 0; r < R; ++r) f(r, ref[static_cast<std::size_t>(r)][i]);
+    };
+    if (kind == 0) {  // local: add this rank's number
+      arr[i] += static_cast<float>(me + 1);
+      for_each_rank([](int r, std::vector<float>& v) { for (float& x : v) x += static_cast<float>(r + 1); });
+    } else if (kind == 1) {  // local: halve
+      arr[i] *= 0.5f;
+      for_each_rank([](int, std::vector<float>& v) { for (float& x : v) x *= 0.5f; });
+    } else if (kind == 2 || kind == 3) {  // allreduce
+      const dist::Reduce op = kind == 2 ? dist::Reduce::kSum : dist::Reduce::kMean;
+      dist::allreduce(arr[i], op);
+      std::vector<float> total(ref[0][i].size(), 0.0f);
+      for (int r = 0; r < R; ++r)
+        for (std::size_t e = 0; e < total.size(); ++e) total[e] += ref[static_cast<std::size_t>(r)][i][e];
+      if (op == dist::Reduce::kMean)
+        for (float& x : total) x /= static_cast<float>(R);
+      for_each_rank([&](int, std::vector<float>& v) { v = total; });
+    } else if (kind == 4) {  // broadcast from a random root
+      const int root = static_cast<int>(rng() % static_cast<unsigned>(R));
+      dist::broadcast(arr[i], root);
+      const std::vector<float> from = ref[static_cast<std::size_t>(root)][i];
+      for_each_rank([&](int, std::vector<float>& v) { v = from; });
+    } else {  // a new array read from arr[i] (ordered after the collectives before it)
+      snapshots.push_back(arr[i] + 1.0f);
+      std::vector<float> v = ref[static_cast<std::size_t>(me)][i];
+      for (float& x : v) x += 1.0f;
+      snapshot_ref.push_back(std::move(v));
+    }
+  }
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    INFO("array " << i << " of " << sizes[i] << " elements, rank " << me);
+    const std::vector<float> got = arr[i].to_vector();
+    const std::vector<float>& want = ref[static_cast<std::size_t>(me)][i];
+    std::size_t bad = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) bad += near(got[e], want[e]) ? 0 : 1;
+    CHECK(bad == 0);
+  }
+  for (std::size_t s = 0; s < snapshots.size(); ++s) {
+    const std::vector<float> got = snapshots[s].to_vector();
+    std::size_t bad = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) bad += near(got[e], snapshot_ref[s][e]) ? 0 : 1;
+    CHECK(bad == 0);
+  }
+  CHECK(engine().stats().pending == 0);
+}
+
+TEST_CASE("dist: an MPI error becomes the op's error, rethrown at the wait") {
+  NDArray a = nd::ones({5});
+  dist::detail::comm_for_testing().inject_error(MPI_ERR_TRUNCATE);  // on every rank
+  dist::allreduce(a);
+  NDArray b = a + 1.0f;  // a dependent: skipped, inherits the error
+  REQUIRE_THROWS_WITH(b.wait_to_read(),
+                      Catch::Contains("dist_allreduce failed") && Catch::Contains("allreduce(sum) of [5]") &&
+                          Catch::Contains("truncated"));
+  // The engine and the communication thread carry on.
+  NDArray c = nd::ones({5});
+  dist::allreduce(c);
+  CHECK(c.to_vector()[0] == static_cast<float>(dist::size()));
+}
+
+TEST_CASE("dist: with the check on, collectives that differ between ranks fail on every rank") {
+  dist::detail::Comm& comm = dist::detail::comm_for_testing();
+  comm.set_check(true);  // on every rank (ASYNCND_DIST_CHECK=1)
+  NDArray same = nd::ones({6});
+  dist::allreduce(same);
+  CHECK(same.to_vector()[0] == static_cast<float>(dist::size()));
+  if (dist::size() > 1) {
+    // Rank 1 reduces a different size: unchecked, MPI would truncate or hang.
+    NDArray a = nd::ones({dist::rank() == 1 ? 12 : 10});
+    dist::allreduce(a);
+    REQUIRE_THROWS_WITH(a.wait_to_read(),
+                        Catch::Contains("differs between ranks") &&
+                            Catch::Contains("rank 0 issues allreduce(sum) of [10] float32") &&
+                            Catch::Contains("rank 1 issues allreduce(sum) of [12] float32"));
+  }
+  comm.set_check(false);
+  dist::barrier();
+}
+
+TEST_CASE("dist: a collective skipped after a local failure still pairs up, with NaNs") {
+  // Only rank 0's input fails. Rank 0 rethrows its own error; the others do not hang, and see NaN.
+  NDArray a = nd::ones({4});
+  if (dist::rank() == 0) {
+    engine().push([] { throw Error("local failure"); }, {}, {a.var()});
+  }
+  dist::allreduce(a);
+  if (dist::rank() == 0) {
+    REQUIRE_THROWS_WITH(a.wait_to_read(), Catch::Contains("local failure"));
+  } else {
+    CHECK(std::isnan(a.to_vector()[0]));
+  }
+  dist::barrier();
+}
+
+TEST_CASE("dist: allgather_strings and stats") {
+  const std::string mine(static_cast<std::size_t>(dist::rank()) * 3, 'x');
+  const std::vector<std::string> all = dist::allgather_strings(mine);
+  REQUIRE(all.size() == static_cast<std::size_t>(dist::size()));
+  for (int r = 0; r < dist::size(); ++r) CHECK(all[static_cast<std::size_t>(r)].size() == static_cast<std::size_t>(r) * 3);
+  const dist::Stats s = dist::stats();
+  CHECK(s.collectives > 0);
+  CHECK(s.bytes_reduced > 0);
+}
+
+namespace {
+
+nn::Sequential small_mlp(std::int64_t features, std::int64_t hidden) {
+  nn::Sequential net;
+  net.add(nn::Dense(hidden, "relu", true, features));
+  net.add(nn::Dense(hidden / 2, "relu", true, hidden));
+  net.add(nn::Dense(1, "", true, hidden / 2));
+  return net;
+}
+
+void train_step(nn::Sequential& net, const NDArray& X, const NDArray& y) {
+  nn::L2Loss loss;
+  NDArray l;
+  {
+    autograd::Record rec;
+    l = loss(net(X), y).sum();
+  }
+  l.backward();
+}
+
+NDArray rows(const std::vector<float>& host, std::int64_t features, std::int64_t begin, std::int64_t end) {
+  std::vector<float> part(host.begin() + begin * features, host.begin() + end * features);
+  return nd::from_vector(std::move(part), {end - begin, features});
+}
+
+}  // namespace
+
+TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in one process") {
+  const int R = dist::size(), me = dist::rank();
+  const std::int64_t N = 96, F = 16, H = 64;  // N divisible by 1, 2 and 3
+  nd::seed(1000 + static_cast<std::uint64_t>(me));  // different on every rank: the broadcast fixes it
+  nn::Sequential net = small_mlp(F, H);
+  nn::DistributedOptions opts;
+  opts.first_bucket_bytes = 1024;  // several buckets with a model this small
+  opts.bucket_bytes = 8192;
+  nn::DistributedTrainer trainer(net.parameters(), 0.05f, opts);
+  REQUIRE(trainer.buckets().size() >= 3);
+  CHECK(trainer.buckets()[0][0] == net.parameters().size() - 1);  // reverse order
+
+  // The reference: one process, rank 0's initial values, the whole batch.
+  nn::Sequential ref = small_mlp(F, H);
+  std::vector<nn::Parameter> p = net.parameters(), q = ref.parameters();
+  for (std::size_t k = 0; k < p.size(); ++k) q[k].set_data(p[k].data());
+  nn::SGD ref_trainer(q, 0.05f);
+
+  std::mt19937 gen(static_cast<unsigned>(test_seed()));
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> xs(static_cast<std::size_t>(N * F)), ys(static_cast<std::size_t>(N));
+    for (float& v : xs) v = normal(gen);
+    for (float& v : ys) v = normal(gen);
+    const std::int64_t share = N / R, b = me * share, e = b + share;
+    train_step(net, rows(xs, F, b, e), nd::from_vector(std::vector<float>(ys.begin() + b, ys.begin() + e), {share}));
+    trainer.step(share);
+    train_step(ref, rows(xs, F, 0, N), nd::from_vector(ys, {N}));
+    ref_trainer.step(N);
+  }
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    INFO("parameter " << p[k].name() << " rank " << me);
+    const std::vector<float> got = p[k].data().to_vector(), want = q[k].data().to_vector();
+    std::size_t bad = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) bad += near(got[e], want[e], 1e-4f) ? 0 : 1;
+    CHECK(bad == 0);
+    // Identical on every rank, bit for bit: rank 0's copy against ours.
+    NDArray root_copy = p[k].data().copy();
+    dist::broadcast(root_copy, 0);
+    CHECK(root_copy.to_vector() == got);
+  }
+}
+
+TEST_CASE("dist: DistributedTrainer with PyTorch's default buckets") {
+  nd::seed(7);
+  nn::Sequential net;  // the chapter's MLP
+  net.add(nn::Dense(2048, "relu", true, 512));
+  net.add(nn::Dense(512, "relu", true, 2048));
+  net.add(nn::Dense(1, "", true, 512));
+  nn::DistributedTrainer trainer(net.parameters(), 0.005f);
+  const auto buckets = trainer.buckets();
+  // Reverse order; the first bucket stops under 1 MB, the rest fill up to 25 MB.
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0] == std::vector<std::size_t>{5, 4, 3});
+  CHECK(buckets[1] == std::vector<std::size_t>{2, 1, 0});
+  CHECK(trainer.bytes_per_step() == (2048 * 512 + 2048 + 512 * 2048 + 512 + 512 + 1) * 4);
+}
+
+TEST_CASE("dist: a parameter layout that differs between ranks throws on every rank") {
+  nn::Sequential net;
+  // Rank 1 has a wider hidden layer: its buckets would pair with other sizes elsewhere.
+  net.add(nn::Dense(dist::rank() == 1 ? 12 : 8, "relu", true, 4));
+  net.add(nn::Dense(1, "", true, dist::rank() == 1 ? 12 : 8));
+  if (dist::size() == 1) {
+    CHECK_NOTHROW(nn::DistributedTrainer(net.parameters(), 0.1f));
+    return;
+  }
+  REQUIRE_THROWS_WITH(nn::DistributedTrainer(net.parameters(), 0.1f),
+                      Catch::Contains("the parameters differ between ranks") &&
+                          Catch::Contains("parameter 0: rank 0 has") && Catch::Contains("[8,4]") &&
+                          Catch::Contains("rank 1 has") && Catch::Contains("[12,4]"));
+  // Uninitialised parameters: the same on every rank, so every rank throws.
+  nn::Sequential deferred;
+  deferred.add(nn::Dense(4));
+  REQUIRE_THROWS_WITH(nn::DistributedTrainer(deferred.parameters(), 0.1f),
+                      Catch::Contains("is not initialised yet"));
+}
+
+TEST_CASE("dist: an allreduce runs while backward ops run (overlap, from the profiler)") {
+  nd::seed(11);
+  nn::Sequential net;
+  net.add(nn::Dense(2048, "relu", true, 512));
+  net.add(nn::Dense(512, "relu", true, 2048));
+  net.add(nn::Dense(1, "", true, 512));
+  nn::DistributedTrainer trainer(net.parameters(), 0.005f);
+  if (dist::size() == 1) return;  // nothing to overlap with
+  bool overlapped = false;
+  // A fixed number of steps on every rank (stopping at the first overlap would pair one rank's
+  // collectives with another's next test).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    NDArray X = nd::random_normal({256, 512}), y = nd::ones({256});
+    nd::waitall();
+    engine().start_profiling();
+    nn::L2Loss loss;
+    NDArray l;
+    {
+      autograd::Record rec;
+      l = loss(net(X), y).sum();
+    }
+    dist::mark("backward_begin");
+    l.backward();
+    dist::mark("backward_end");
+    trainer.step(256);
+    nd::waitall();
+    engine().stop_profiling();
+    const dist::Overlap o =
+        dist::overlap(engine().profile_events(), "backward_begin", "backward_end");
+    INFO("allreduce " << o.comm_us << " us, hidden " << o.hidden_us << " us");
+    CHECK(o.comm_us > 0);
+    overlapped = overlapped || o.hidden_us > 0;
+  }
+  CHECK(overlapped);
+}
+
+int main(int argc, char** argv) {
+  dist::Guard mpi(argc, argv);
+  return Catch::Session().run(argc, argv);
+}
