@@ -633,7 +633,7 @@ void merge_into(const std::filesystem::path& out) {
 
 }  // namespace
 
-// bench_native [--only=e6|gemm] [out.json]
+// bench_native [--only=e6|gemm|overhead] [out.json]
 int main(int argc, char** argv) {
   std::filesystem::path out = default_out();
   std::string only;
@@ -646,8 +646,8 @@ int main(int argc, char** argv) {
     if (a.rfind("--only=", 0) == 0) only = a.substr(7);
     else out = a;
   }
-  if (!only.empty() && only != "e6" && only != "gemm") {
-    std::fprintf(stderr, "bench_native: --only takes e6 or gemm, got '%s'\n", only.c_str());
+  if (!only.empty() && only != "e6" && only != "gemm" && only != "overhead") {
+    std::fprintf(stderr, "bench_native: --only takes e6, gemm or overhead, got '%s'\n", only.c_str());
     return 2;
   }
   if (!only.empty()) {
@@ -657,6 +657,11 @@ int main(int argc, char** argv) {
                   loadavg().c_str(), blas_corename().c_str());
       if (only == "e6") {
         bench_e6();
+      } else if (only == "overhead") {  // the per-op costs against this machine's hand-off floor
+        bench_spin_floor();
+        bench_overhead();
+        bench_wait_roundtrip();
+        bench_e5();
       } else {  // the GEMM figures against this machine's floors: spin, kernels, engine
         bench_spin_floor();
 #if ASYNCND_HAVE_OPENBLAS
