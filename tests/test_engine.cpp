@@ -349,6 +349,28 @@ TEST_CASE("stats count ops and bytes per device", "[engine]") {
   impl.note_free(Device::cpu(), 500);
 }
 
+TEST_CASE("stats keep every device's bytes apart, however high its id", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  detail::EngineImpl& impl = detail::EngineAccess::impl(eng);
+  // gpu(16) and gpu(64) once shared gpu(0)'s count (an index modulo 16): each has its own now.
+  const Device ids[] = {Device::gpu(0), Device::gpu(16), Device::gpu(64), Device::gpu(1000)};
+  std::uint64_t bytes = 100;
+  for (Device d : ids) impl.note_alloc(d, bytes++);
+  const EngineStats s = eng.stats();
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO(ids[i].str());
+    int found = 0;
+    for (const DeviceStats& d : s.devices) {
+      if (d.device != ids[i]) continue;
+      ++found;
+      CHECK(d.bytes_in_use == 100 + i);
+    }
+    CHECK(found == 1);
+  }
+  bytes = 100;
+  for (Device d : ids) impl.note_free(d, bytes++);
+}
+
 TEST_CASE("parallel_for covers the range once, from ops and from outside", "[engine]") {
   for (int workers : {1, 2, 4}) {
     Engine eng(EngineOptions{EngineKind::kThreaded, workers});

@@ -22,17 +22,38 @@ Backend* registered_for(Device device) {
 
 void register_backend(Backend* backend) { g_registered.store(backend, std::memory_order_release); }
 
+namespace {
+// The built-in backends keyed by kind: at most one per kind, so that backends of two kinds of
+// accelerator coexist and none shadows another.
+struct BackendTable {
+  Backend* by_kind[kDeviceKindCount] = {};
+  BackendTable() {
+    for (Backend* b : builtin_backends()) {
+      const int k = static_cast<int>(b->kind());
+      if (k < 0 || k >= kDeviceKindCount || by_kind[k]) {
+        throw Error("backends: two built-in backends for device kind " +
+                    std::string(device_kind_name(b->kind())) + " (" + b->name() + ")");
+      }
+      by_kind[k] = b;
+    }
+  }
+};
+Backend* builtin_for(DeviceKind kind) {
+  static const BackendTable table;
+  const int k = static_cast<int>(kind);
+  return k >= 0 && k < kDeviceKindCount ? table.by_kind[k] : nullptr;
+}
+}  // namespace
+
 Backend& backend_for(Device device, const char* op) {
   if (Backend* r = registered_for(device)) return *r;
-  std::string reason = device.is_gpu() ? "this build has no GPU backend" : "no backend for it";
-  for (Backend* backend : builtin_backends()) {
-    if (backend->kind() != device.kind) continue;
+  std::string reason = "this build has no " + std::string(device_kind_name(device.kind)) + " backend";
+  if (Backend* backend = builtin_for(device.kind)) {
     if (device.id >= 0 && device.id < backend->device_count()) return *backend;
     reason = backend->unavailable_reason();
     if (reason.empty() && backend->device_count() > 0) {
       reason = std::to_string(backend->device_count()) + " such device(s) present";  // a bad id
     }
-    break;
   }
   throw Error(std::string(op) + ": no device " + device.str() + (reason.empty() ? "" : ": " + reason));
 }

@@ -26,9 +26,10 @@ thread_local int t_naive_op_depth = 0;
 
 EngineImpl::EngineImpl(EngineOptions options) {
   t0_ns_ = profiler_clock_ns();
-  for (int i = 0; i < kMaxDevices; ++i) {
-    mem_[i].device = i == 0 ? Device::cpu() : Device::gpu(i - 1);
+  for (int i = 0; i < kDeviceKindCount * kIdsPerKind; ++i) {
+    mem_[i].device = Device{static_cast<DeviceKind>(i / kIdsPerKind), i % kIdsPerKind};
   }
+  mem_[0].used = true;  // the CPU is always reported
   start(options);
 }
 
@@ -782,11 +783,17 @@ EngineStats EngineImpl::stats() const {
   s.pending = pushed_all > fin_all ? pushed_all - fin_all : 0;
   s.inflight_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, inflight_bytes_.load()));
   s.live_vars = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g_live_vars.load()));
-  for (int i = 0; i < kMaxDevices; ++i) {
-    const std::int64_t now = mem_[i].in_use.load(), peak = mem_[i].peak.load();
-    if (i != 0 && peak == 0) continue;
+  std::vector<const DeviceMem*> mems;
+  for (const DeviceMem& m : mem_) mems.push_back(&m);
+  {
+    std::lock_guard<std::mutex> lock(mem_more_mu_);
+    for (const auto& kv : mem_more_) mems.push_back(kv.second.get());
+  }
+  for (const DeviceMem* m : mems) {
+    if (!m->used.load()) continue;
+    const std::int64_t now = m->in_use.load(), peak = m->peak.load();
     DeviceStats d;
-    d.device = mem_[i].device;
+    d.device = m->device;
     d.bytes_in_use = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now));
     d.bytes_peak = static_cast<std::uint64_t>(peak);
     s.bytes_in_use += d.bytes_in_use;
@@ -798,10 +805,30 @@ EngineStats EngineImpl::stats() const {
 
 void EngineImpl::reset_peak_bytes() {
   for (auto& m : mem_) m.peak.store(m.in_use.load());
+  std::lock_guard<std::mutex> lock(mem_more_mu_);
+  for (auto& kv : mem_more_) kv.second->peak.store(kv.second->in_use.load());
+}
+
+EngineImpl::DeviceMem& EngineImpl::mem_for(Device d) {
+  const int k = static_cast<int>(d.kind);
+  DeviceMem* m;
+  if (k >= 0 && k < kDeviceKindCount && d.id >= 0 && d.id < kIdsPerKind) {
+    m = &mem_[k * kIdsPerKind + d.id];
+  } else {
+    std::lock_guard<std::mutex> lock(mem_more_mu_);
+    std::unique_ptr<DeviceMem>& slot = mem_more_[{k, d.id}];
+    if (!slot) {
+      slot = std::make_unique<DeviceMem>();
+      slot->device = d;
+    }
+    m = slot.get();
+  }
+  if (!m->used.load(std::memory_order_relaxed)) m->used.store(true, std::memory_order_relaxed);
+  return *m;
 }
 
 void EngineImpl::note_alloc(Device device, std::size_t bytes) {
-  DeviceMem& m = mem_[mem_index(device)];
+  DeviceMem& m = mem_for(device);
   const std::int64_t now = m.in_use.fetch_add(static_cast<std::int64_t>(bytes)) +
                            static_cast<std::int64_t>(bytes);
   std::int64_t peak = m.peak.load(std::memory_order_relaxed);
@@ -810,7 +837,7 @@ void EngineImpl::note_alloc(Device device, std::size_t bytes) {
 }
 
 void EngineImpl::note_free(Device device, std::size_t bytes) {
-  mem_[mem_index(device)].in_use.fetch_sub(static_cast<std::int64_t>(bytes));
+  mem_for(device).in_use.fetch_sub(static_cast<std::int64_t>(bytes));
 }
 
 double EngineImpl::now_us() const {

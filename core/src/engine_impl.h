@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -313,11 +314,16 @@ class EngineImpl {
 
   struct DeviceMem {
     Device device;
+    std::atomic<bool> used{false};
     std::atomic<std::int64_t> in_use{0}, peak{0};
   };
-  static constexpr int kMaxDevices = 17;  // cpu + 16 GPUs
-  DeviceMem mem_[kMaxDevices];
-  static int mem_index(Device d) { return d.is_cpu() ? 0 : 1 + (d.id & 15); }
+  // Byte counts per device: a fixed slot for the first kIdsPerKind ids of each kind (lock-free),
+  // and a map, under mem_more_mu_, for any higher id, so that no two devices share a count.
+  static constexpr int kIdsPerKind = 64;
+  DeviceMem mem_[kDeviceKindCount * kIdsPerKind];
+  mutable std::mutex mem_more_mu_;
+  std::map<std::pair<int, int>, std::unique_ptr<DeviceMem>> mem_more_;
+  DeviceMem& mem_for(Device d);
 
   std::atomic<bool> profiling_{false};
   // Profiler epoch, profiler_clock_ns(); atomic because workers read it while a new

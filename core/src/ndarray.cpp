@@ -273,12 +273,10 @@ NDArray NDArray::mean(int axis, bool keepdims) const { return nd::mean(*this, ax
 NDArray NDArray::max() const { return nd::max(*this); }
 NDArray NDArray::max(int axis, bool keepdims) const { return nd::max(*this, axis, keepdims); }
 NDArray NDArray::norm() const { return nd::norm(*this); }
-NDArray NDArray::exp() const { return nd::exp(*this); }
-NDArray NDArray::log() const { return nd::log(*this); }
-NDArray NDArray::sqrt() const { return nd::sqrt(*this); }
-NDArray NDArray::relu() const { return nd::relu(*this); }
-NDArray NDArray::sigmoid() const { return nd::sigmoid(*this); }
-NDArray NDArray::tanh() const { return nd::tanh(*this); }
+#define ASYNCND_NDARRAY_UNARY(name, Name) \
+  NDArray NDArray::name() const { return nd::name(*this); }
+ASYNCND_UNARY_OPS(ASYNCND_NDARRAY_UNARY)
+#undef ASYNCND_NDARRAY_UNARY
 NDArray NDArray::pow(float exponent) const { return nd::pow(*this, exponent); }
 NDArray NDArray::pow(const NDArray& exponent) const { return nd::pow(*this, exponent); }
 

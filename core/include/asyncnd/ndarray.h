@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "asyncnd/detail/op_table.h"
 #include "asyncnd/device.h"
 #include "asyncnd/engine.h"
 
@@ -82,12 +83,11 @@ class NDArray {
   NDArray max() const;
   NDArray max(int axis, bool keepdims = false) const;
   NDArray norm() const;
-  NDArray exp() const;
-  NDArray log() const;
-  NDArray sqrt() const;
-  NDArray relu() const;
-  NDArray sigmoid() const;
-  NDArray tanh() const;
+  // The unary ops of the op table (asyncnd/detail/op_table.h) as methods, nd::<op>(*this):
+  // x.neg(), x.exp(), x.log(), x.sqrt(), x.relu(), x.sigmoid(), x.tanh().
+#define ASYNCND_NDARRAY_UNARY(name, Name) NDArray name() const;
+  ASYNCND_UNARY_OPS(ASYNCND_NDARRAY_UNARY)
+#undef ASYNCND_NDARRAY_UNARY
   NDArray pow(float exponent) const;
   NDArray pow(const NDArray& exponent) const;
 
