@@ -36,9 +36,13 @@ test('op codes follow the table: each op runs its own kernel', async () => {
   const x = nd.fromArray([0.5, 1, 2, 4], [2, 2]);
   const vals = (a) => Array.from(a.dataSync());
   const close = (got, want) => got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])), `${g} vs ${want[i]}`));
-  const unary = { neg: (v) => -v, exp: Math.exp, log: Math.log, sqrt: Math.sqrt, relu: (v) => Math.max(v, 0),
-                  sigmoid: (v) => 1 / (1 + Math.exp(-v)), tanh: Math.tanh };
-  for (const name of nd.ops.unary) close(vals(x[name]()), vals(x).map(unary[name]));
+  // The reference: JavaScript's Math function of the same name, where there is one.
+  const unary = { neg: (v) => -v, relu: (v) => Math.max(v, 0), sigmoid: (v) => 1 / (1 + Math.exp(-v)) };
+  for (const name of nd.ops.unary) {
+    const f = unary[name] || Math[name];
+    assert.ok(f, `no reference for ${name}: add one to this test`);
+    close(vals(x[name]()), vals(x).map(f));
+  }
   const binary = { add: (a, b) => a + b, sub: (a, b) => a - b, mul: (a, b) => a * b, div: (a, b) => a / b, pow: Math.pow };
   for (const name of nd.ops.binary) {
     close(vals(x[name](x)), vals(x).map((v) => binary[name](v, v)));
