@@ -83,6 +83,8 @@ inline const std::vector<OpCase>& conformance_cases() {
       // ---- unary ----
       {"neg", {{{11, 13}}}, [](const Ins& x, Device) { return -x[0]; },
        [](const Vals& v) { return ref::unary(v[0], [](double a) { return -a; }); }},
+      {"abs", {{{11, 13}}}, [](const Ins& x, Device) { return nd::abs(x[0]); },
+       [](const Vals& v) { return ref::unary(v[0], [](double a) { return std::fabs(a); }); }},
       {"exp", {{{11, 13}}}, [](const Ins& x, Device) { return nd::exp(x[0]); },
        [](const Vals& v) { return ref::unary(v[0], [](double a) { return std::exp(a); }); }, 2e-6, 0.0, false},
       {"log", {{{11, 13}, 0.01f, 5.0f}}, [](const Ins& x, Device) { return nd::log(x[0]); },

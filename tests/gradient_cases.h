@@ -228,6 +228,7 @@ inline const std::vector<UnaryGrad>& unary_gradient_ops() {
       {"sigmoid", [](auto& a) { return nd::sigmoid(a); },
        [](double a) { return 1 / (1 + std::exp(-a)); }, any},
       {"tanh", [](auto& a) { return nd::tanh(a); }, [](double a) { return std::tanh(a); }, any},
+      {"abs", [](auto& a) { return nd::abs(a); }, [](double a) { return std::fabs(a); }, any},
       {"x+s", [](auto& a) { return a + 1.5f; }, [](double a) { return a + 1.5; }, any},
       {"s+x", [](auto& a) { return 1.5f + a; }, [](double a) { return 1.5 + a; }, any},
       {"x-s", [](auto& a) { return a - 1.5f; }, [](double a) { return a - 1.5; }, any},

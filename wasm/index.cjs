@@ -157,6 +157,7 @@ function makeApi(M, threads) {
     relu() { return unary('relu', this); }
     sigmoid() { return unary('sigmoid', this); }
     tanh() { return unary('tanh', this); }
+    abs() { return unary('abs', this); }
     dot(o) { return dot(this, o); }
     transpose() { return wrap(M.transpose(this._handle('transpose'))); }
     get T() { return this.transpose(); }
@@ -409,6 +410,7 @@ function makeApi(M, threads) {
     relu: (a) => unary('relu', a),
     sigmoid: (a) => unary('sigmoid', a),
     tanh: (a) => unary('tanh', a),
+    abs: (a) => unary('abs', a),
     dot,
     transpose: (a) => a.transpose(),
     reshape: (a, shape) => a.reshape(shape),

@@ -33,6 +33,7 @@ export interface NDArray {
   relu(): NDArray;
   sigmoid(): NDArray;
   tanh(): NDArray;
+  abs(): NDArray;
   dot(other: NDArray): NDArray;
   transpose(): NDArray;
   readonly T: NDArray;
@@ -257,6 +258,7 @@ export interface Asyncnd {
   relu(a: NDArray): NDArray;
   sigmoid(a: NDArray): NDArray;
   tanh(a: NDArray): NDArray;
+  abs(a: NDArray): NDArray;
   dot(a: NDArray, b: NDArray): NDArray;
   transpose(a: NDArray): NDArray;
   reshape(a: NDArray, shape: Shape): NDArray;

@@ -122,6 +122,9 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       r[0] = g * (s * (1.0f - s));
       break;
     }
+    case GradOp::kAbs:  // sign(a): g where a > 0, -g where a < 0, 0 at 0 (as PyTorch)
+      r[0] = relu_grad(g, a) - relu_grad(g, -a);
+      break;
     case GradOp::kTanh: {  // 1 - t^2
       NDArray t = out();
       r[0] = g * (1.0f - t * t);

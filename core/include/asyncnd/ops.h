@@ -54,6 +54,7 @@ NDArray sqrt(const NDArray& a);
 NDArray relu(const NDArray& a);
 NDArray sigmoid(const NDArray& a);
 NDArray tanh(const NDArray& a);
+NDArray abs(const NDArray& a);
 
 // Linear algebra (2-D). dot(a, b) is the matrix product of [m,k] and [k,n]; matmul is the same.
 NDArray dot(const NDArray& a, const NDArray& b);

@@ -71,6 +71,9 @@ struct SigmoidOp {
 struct TanhOp {
   ASYNCND_HD float operator()(float a) const { return std::tanh(a); }
 };
+struct AbsOp {
+  ASYNCND_HD float operator()(float a) const { return std::fabs(a); }
+};
 
 // Gradient helpers (autograd_grads.cpp, nn.cpp).
 // relu's gradient: g where x > 0, else 0 (0 at x == 0, as MXNet and PyTorch).

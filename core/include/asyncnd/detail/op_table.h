@@ -43,7 +43,8 @@
   X(Square, SquareOp, Cheap) \
   X(Relu, ReluOp, Cheap)     \
   X(Sigmoid, SigmoidOp, Heavy) \
-  X(Tanh, TanhOp, Heavy)
+  X(Tanh, TanhOp, Heavy)        \
+  X(Abs, AbsOp, Cheap)
 
 // Reductions: X(Name, Accumulator) (core/src/kernels/reduce.h); the value stored from the
 // accumulator is kernels::reduce_finish's.
@@ -65,7 +66,8 @@
   X(sqrt, Sqrt)              \
   X(relu, Relu)              \
   X(sigmoid, Sigmoid)        \
-  X(tanh, Tanh)
+  X(tanh, Tanh)              \
+  X(abs, Abs)
 
 // Binary ops, with NumPy broadcasting, in three forms each: nd::add(a, b), nd::add(a, s) and
 // nd::add(s, a) for a float s (gradient ops k<Name>, k<Name>Scalar, kR<Name>Scalar).
