@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "chunk.h"  // core/src: tests relabel a chunk's device
+#include "ops/chunk.h"  // core/src: tests relabel a chunk's device
 #include "reference.h"
 #include "test_util.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "engine_impl.h"  // detail::EngineAccess (core/src: internal)
+#include "engine/engine_impl.h"  // detail::EngineAccess (core/src: internal)
 #include "test_util.h"
 
 using namespace asyncnd;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "asyncnd/detail/op_table.h"
-#include "autograd_internal.h"
+#include "autograd/autograd_internal.h"
 #include "conformance_cases.h"
 #include "gradient_cases.h"
 

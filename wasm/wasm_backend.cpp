@@ -37,7 +37,7 @@ class WasmCpuBackend final : public Backend {
   void free(int /*device_id*/, void* p, std::size_t /*bytes*/) noexcept override { std::free(p); }
 
   // Every op's kernel: core's templated and SIMD128 loops, and for GEMM the packed SIMD128 GEMM
-  // (core/src/portable_gemm.cpp), split across the engine's workers. Runs on the calling worker.
+  // (core/src/kernels/portable_gemm.cpp), split across the engine's workers. Runs on the calling worker.
   void launch(int /*device_id*/, const KernelCall& c, Completion /*done*/) override {
     if (c.kind != KernelCall::Kind::kGemm) return kernels::run_host_kernel(c);
     const KernelCall::Gemm& g = c.gemm;

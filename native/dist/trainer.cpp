@@ -8,7 +8,7 @@
 #include "asyncnd/autograd.h"
 #include "asyncnd/dist.h"
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"  // detail::assign, detail::sgd_update (the GPU path)
+#include "autograd/autograd_internal.h"  // detail::assign, detail::sgd_update (the GPU path)
 
 namespace asyncnd {
 namespace nn {

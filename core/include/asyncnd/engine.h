@@ -317,7 +317,7 @@ class Engine {
   static bool on_worker_thread();
 
  private:
-  friend struct detail::EngineAccess;  // the library's own code (core/src/engine_impl.h)
+  friend struct detail::EngineAccess;  // the library's own code (core/src/engine/engine_impl.h)
   std::unique_ptr<detail::EngineImpl> impl_;
 };
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "asyncnd/engine.h"
-#include "sync.h"
+#include "engine/sync.h"
 
 namespace asyncnd {
 namespace detail {

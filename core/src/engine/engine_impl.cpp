@@ -6,8 +6,8 @@
 #include <string>
 
 #include "asyncnd/detail/backend.h"
-#include "engine_impl.h"
-#include "recycler.h"
+#include "engine/engine_impl.h"
+#include "engine/recycler.h"
 
 namespace asyncnd {
 namespace detail {

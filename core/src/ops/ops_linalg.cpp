@@ -6,10 +6,10 @@
 
 #include "asyncnd/ops.h"
 #include "kernels/device_map.h"
-#include "autograd_internal.h"
+#include "autograd/autograd_internal.h"
 #include "kernels/elementwise.h"
 #include "kernels/functors.h"
-#include "ops_common.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 namespace nd {

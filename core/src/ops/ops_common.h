@@ -15,7 +15,7 @@
 #include "asyncnd/ndarray.h"
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/detail/kernel_call.h"
-#include "chunk.h"
+#include "ops/chunk.h"
 
 namespace asyncnd {
 namespace detail {

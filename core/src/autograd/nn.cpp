@@ -9,8 +9,8 @@
 
 #include "asyncnd/autograd.h"
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"
-#include "ops_common.h"
+#include "autograd/autograd_internal.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 namespace nn {

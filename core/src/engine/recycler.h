@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "sync.h"
+#include "engine/sync.h"
 
 namespace asyncnd {
 namespace detail {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "asyncnd/detail/backend.h"
-#include "engine_impl.h"
+#include "engine/engine_impl.h"
 
 namespace asyncnd {
 namespace detail {

@@ -11,10 +11,10 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"
-#include "chunk.h"
-#include "engine_impl.h"
-#include "ops_common.h"
+#include "autograd/autograd_internal.h"
+#include "ops/chunk.h"
+#include "engine/engine_impl.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 

@@ -8,7 +8,7 @@
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/detail/env.h"
-#include "engine_impl.h"
+#include "engine/engine_impl.h"
 
 namespace asyncnd {
 

@@ -9,9 +9,9 @@
 
 #include "asyncnd/detail/op_table.h"
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"
+#include "autograd/autograd_internal.h"
 #include "kernels/elementwise.h"
-#include "ops_common.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 namespace nd {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"
-#include "chunk.h"
+#include "autograd/autograd_internal.h"
+#include "ops/chunk.h"
 
 namespace asyncnd {
 namespace detail {

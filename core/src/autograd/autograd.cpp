@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "asyncnd/ops.h"
-#include "autograd_internal.h"
-#include "chunk.h"
-#include "ops_common.h"
+#include "autograd/autograd_internal.h"
+#include "ops/chunk.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 namespace detail {

@@ -3,7 +3,7 @@
 // frontend thread keeps a core), and parallel_for over idle workers.
 #include <algorithm>
 
-#include "engine_impl.h"
+#include "engine/engine_impl.h"
 
 namespace asyncnd {
 namespace detail {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "asyncnd/ops.h"
-#include "ops_common.h"
+#include "ops/ops_common.h"
 
 namespace asyncnd {
 namespace {

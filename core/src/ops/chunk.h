@@ -10,7 +10,7 @@
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/device.h"
 #include "asyncnd/engine.h"
-#include "autograd_internal.h"
+#include "autograd/autograd_internal.h"
 
 namespace asyncnd {
 namespace detail {
