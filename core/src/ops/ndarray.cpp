@@ -185,13 +185,13 @@ void NDArray::wait_to_read() const {
   detail::check_defined("wait_to_read", *this);
   engine().wait_to_read(chunk_->var);
   // A device op counts as finished once queued on its device: wait for the device too.
-  if (!chunk_->device.is_cpu() && chunk_->data)
+  if (!chunk_->backend->host_addressable() && chunk_->data)
     chunk_->backend->synchronize(chunk_->device.id, chunk_->data);
 }
 
 std::vector<float> NDArray::to_vector() const {
   detail::check_defined("to_vector", *this);
-  if (!chunk_->device.is_cpu()) return copy_to(Device::cpu()).to_vector();
+  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).to_vector();
   engine().wait_to_read(chunk_->var);
   const std::int64_t n = size();
   std::vector<float> out(static_cast<std::size_t>(n));
@@ -204,7 +204,7 @@ float NDArray::item() const {
   if (size() != 1)
     throw Error("item: expected an array of size 1, got " + shape_str(shape_) + " (" +
                 std::to_string(size()) + " elements)");
-  if (!chunk_->device.is_cpu()) return copy_to(Device::cpu()).item();
+  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).item();
   engine().wait_to_read(chunk_->var);
   return chunk_->data[0];
 }
@@ -331,7 +331,7 @@ void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t
 std::ostream& operator<<(std::ostream& os, const NDArray& a) {
   detail::check_defined("print", a);
   // The values of a device array are printed from a host copy.
-  const NDArray host = a.device().is_cpu() ? a : a.copy_to(Device::cpu());
+  const NDArray host = a.chunk()->backend->host_addressable() ? a : a.copy_to(Device::cpu());
   host.wait_to_read();
   const Shape& shape = a.shape();
   std::ostringstream s;
