@@ -809,22 +809,15 @@ void EngineImpl::reset_peak_bytes() {
   for (auto& kv : mem_more_) kv.second->peak.store(kv.second->in_use.load());
 }
 
-EngineImpl::DeviceMem& EngineImpl::mem_for(Device d) {
-  const int k = static_cast<int>(d.kind);
-  DeviceMem* m;
-  if (k >= 0 && k < kDeviceKindCount && d.id >= 0 && d.id < kIdsPerKind) {
-    m = &mem_[k * kIdsPerKind + d.id];
-  } else {
-    std::lock_guard<std::mutex> lock(mem_more_mu_);
-    std::unique_ptr<DeviceMem>& slot = mem_more_[{k, d.id}];
-    if (!slot) {
-      slot = std::make_unique<DeviceMem>();
-      slot->device = d;
-    }
-    m = slot.get();
+EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) {
+  std::lock_guard<std::mutex> lock(mem_more_mu_);
+  std::unique_ptr<DeviceMem>& slot = mem_more_[{static_cast<int>(d.kind), d.id}];
+  if (!slot) {
+    slot = std::make_unique<DeviceMem>();
+    slot->device = d;
+    slot->used = true;
   }
-  if (!m->used.load(std::memory_order_relaxed)) m->used.store(true, std::memory_order_relaxed);
-  return *m;
+  return *slot;
 }
 
 void EngineImpl::note_alloc(Device device, std::size_t bytes) {

@@ -323,7 +323,16 @@ class EngineImpl {
   DeviceMem mem_[kDeviceKindCount * kIdsPerKind];
   mutable std::mutex mem_more_mu_;
   std::map<std::pair<int, int>, std::unique_ptr<DeviceMem>> mem_more_;
-  DeviceMem& mem_for(Device d);
+  DeviceMem& mem_for(Device d) {
+    const int k = static_cast<int>(d.kind);
+    if (k >= 0 && k < kDeviceKindCount && d.id >= 0 && d.id < kIdsPerKind) {
+      DeviceMem& m = mem_[k * kIdsPerKind + d.id];
+      if (!m.used.load(std::memory_order_relaxed)) m.used.store(true, std::memory_order_relaxed);
+      return m;
+    }
+    return mem_more(d);
+  }
+  DeviceMem& mem_more(Device d);  // ids past kIdsPerKind (or unknown kinds), under mem_more_mu_
 
   std::atomic<bool> profiling_{false};
   // Profiler epoch, profiler_clock_ns(); atomic because workers read it while a new

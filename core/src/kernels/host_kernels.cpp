@@ -39,6 +39,13 @@ void parallel(std::int64_t n, std::int64_t grain, F&& fn) {
   engine().parallel_for(n, grain, fn);
 }
 
+// The dispatch functions are inlined into run_host_kernel: one frame from the call to the loop.
+#if defined(__GNUC__)
+#define ASYNCND_DISPATCH inline __attribute__((always_inline))
+#else
+#define ASYNCND_DISPATCH inline
+#endif
+
 [[noreturn]] void bad_call(const char* what) {
   throw Error(std::string("cpu kernels: ") + what + " (no op describes this call)");
 }
@@ -46,7 +53,7 @@ void parallel(std::int64_t n, std::int64_t grain, F&& fn) {
 // ---- maps -----------------------------------------------------------------------------------
 
 template <class F>
-void run_unary_fn(const KernelCall& c, F f, std::int64_t grain) {
+ASYNCND_DISPATCH void run_unary_fn(const KernelCall& c, F f, std::int64_t grain) {
   float* out = c.out;
   const float* a = c.a;
   if (c.kind == Kind::kMapStrided) {
@@ -60,7 +67,7 @@ void run_unary_fn(const KernelCall& c, F f, std::int64_t grain) {
 }
 
 template <class F>
-void run_binary_fn(const KernelCall& c, F f, std::int64_t grain) {
+ASYNCND_DISPATCH void run_binary_fn(const KernelCall& c, F f, std::int64_t grain) {
   float* out = c.out;
   const float* a = c.a;
   const float* b = c.b;
@@ -99,7 +106,7 @@ void run_binary_fn(const KernelCall& c, F f, std::int64_t grain) {
   }
 }
 
-void run_map(const KernelCall& c) {
+ASYNCND_DISPATCH void run_map(const KernelCall& c) {
   const KernelCall::Map& m = c.kind == Kind::kMap ? c.map : c.strided.map;
   // The binary forms pass Map::scalar to a functor with a parameter; the scalar forms bind it.
   const bool binary_form = m.form == MapForm::kBinary || m.form == MapForm::kOneRight ||

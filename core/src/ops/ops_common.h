@@ -32,6 +32,20 @@ NDArray new_array(const char* op, Shape shape, Device device);
 
 inline float* data_of(const NDArray& a) { return a.chunk()->data; }
 
+// engine().push(fn) writing w and reading r[0..nr) (nr <= 2), through the braced lists that
+// allocate nothing.
+template <class F>
+void push_with_reads(F&& fn, const Var& w, const Var* const* r, std::size_t nr,
+                     const PushOptions& opts) {
+  if (nr == 0) {
+    engine().push(std::forward<F>(fn), {}, {w}, opts);
+  } else if (nr == 1) {
+    engine().push(std::forward<F>(fn), {*r[0]}, {w}, opts);
+  } else {
+    engine().push(std::forward<F>(fn), {*r[0], *r[1]}, {w}, opts);
+  }
+}
+
 // The one push path of every op, on every device: queues `call` on the backend of `run_on`
 // (default: out's device), an op that reads the arrays `ins` (at most two) and writes `out`. An
 // input sharing out's variable is not listed as read (the engine forbids a variable in both lists,
@@ -67,13 +81,15 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
         std::move(reads), {w}, opts);
     return;
   }
-  auto fn = [backend, id, call, keep = std::move(keep)] { backend->launch(id, call, Completion()); };
-  if (nr == 0) {
-    engine().push(std::move(fn), {}, {w}, opts);
-  } else if (nr == 1) {
-    engine().push(std::move(fn), {*r[0]}, {w}, opts);
+  // Without anything to keep alive, the op's function is trivially copyable: the engine moves it
+  // as plain bytes.
+  if (keep) {
+    push_with_reads(
+        [backend, id, call, keep = std::move(keep)] { backend->launch(id, call, Completion()); }, w,
+        r, nr, opts);
   } else {
-    engine().push(std::move(fn), {*r[0], *r[1]}, {w}, opts);
+    push_with_reads([backend, id, call] { backend->launch(id, call, Completion()); }, w, r, nr,
+                    opts);
   }
 }
 
