@@ -34,8 +34,8 @@ test('npm pack, install the tarball in a fresh project, use it from require and 
   try {
     const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', tmp], pkgDir));
     const files = packed[0].files.map((f) => f.path).sort();
-    for (const f of ['index.cjs', 'index.mjs', 'index.d.ts', 'package.json', 'README.md',
-                     'dist/asyncnd.js', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
+    for (const f of ['index.cjs', 'index.mjs', 'index.browser.mjs', 'index.d.ts', 'package.json', 'README.md',
+                     'dist/asyncnd.js', 'dist/asyncnd-api.mjs', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
       assert.ok(files.includes(f), `${f} in the tarball (${files.join(', ')})`);
     }
     assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('testing/')), 'tests and their hooks are not shipped');
