@@ -312,8 +312,9 @@ export interface Asyncnd {
 export interface LoadOptions {
   /** Engine worker threads (Web Workers); default hardware threads - 1, at least 1. */
   threads?: number;
-  /** Browsers: the URL of dist/asyncnd.js (default on a page: next to index.cjs; required in a
-   *  Web Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). */
+  /** Browsers: the URL of dist/asyncnd.js (default: next to index.browser.mjs when imported as
+   *  an ES module; next to index.cjs on a page with classic scripts; required in a classic Web
+   *  Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). */
   moduleUrl?: string;
 }
 

@@ -1,5 +1,6 @@
 // The npm package from the outside: `npm pack` makes a tarball, a fresh project installs it
-// (offline: the package has no dependencies) and uses it through require and through import.
+// (offline: the package has no dependencies) and uses it through require and through import, and
+// in headless Chromium (if installed) as an ES module from node_modules through an import map.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -7,6 +8,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { skip, inChromium } = require('./browser/chromium.js');
 
 const pkgDir = path.join(__dirname, '..');
 const npm = (args, cwd) => execFileSync('npm', args, {
@@ -29,13 +31,30 @@ const script = `
   console.log(JSON.stringify({ v, s, msg, live: st.liveArrays, bytes: st.bytesInUse, hooks }));
 `;
 
-test('npm pack, install the tarball in a fresh project, use it from require and import', () => {
+// The installed package's browser entry, on a page of the app; the page POSTs its result.
+const page = `<!doctype html>
+<script type="importmap">{ "imports": { "asyncnd": "/node_modules/asyncnd/index.browser.mjs" } }</script>
+<script type="module" onerror="fetch('/result', { method: 'POST', body: JSON.stringify({ error: 'module failed to load' }) })">
+import asyncnd from 'asyncnd';
+const out = {};
+try {
+  const nd = await asyncnd.load({ threads: 2 });
+  const y = nd.ones([2, 2]).add(1);
+  out.v = Array.from(await y.data());
+  y.delete();
+  out.workers = nd.engine.stats().workers;
+} catch (e) { out.error = String((e && e.stack) || e); }
+await fetch('/result', { method: 'POST', body: JSON.stringify(out) });
+</script>
+`;
+
+test('npm pack, install the tarball in a fresh project, use it from require and import', async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'asyncnd-pkg-'));
   try {
     const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', tmp], pkgDir));
     const files = packed[0].files.map((f) => f.path).sort();
-    for (const f of ['index.cjs', 'index.mjs', 'index.d.ts', 'package.json', 'README.md',
-                     'dist/asyncnd.js', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
+    for (const f of ['index.cjs', 'index.mjs', 'index.browser.mjs', 'index.d.ts', 'package.json', 'README.md',
+                     'dist/asyncnd.js', 'dist/asyncnd-api.mjs', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
       assert.ok(files.includes(f), `${f} in the tarball (${files.join(', ')})`);
     }
     assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('testing/')), 'tests and their hooks are not shipped');
@@ -54,6 +73,10 @@ test('npm pack, install the tarball in a fresh project, use it from require and 
       const out = execFileSync(process.execPath, [file], { cwd: app, encoding: 'utf8', timeout: 60000 });
       assert.deepEqual(JSON.parse(out.trim()), expected, file);
     }
+    await t.test('in headless Chromium, as an ES module through an import map', { skip }, async () => {
+      fs.writeFileSync(path.join(app, 'index.html'), page);
+      assert.deepEqual(await inChromium(app, 'index.html'), { v: [2, 2, 2, 2], workers: 2 });
+    });
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
