@@ -110,7 +110,7 @@ test-sanitize: setup
 demo: build
 	./build/example_chapter
 
-# Open MPI here: root in containers, 2 cores, loopback only (TOOLCHAIN.md); harmless elsewhere.
+# Open MPI here: root in containers, 2 cores, loopback only; harmless elsewhere.
 MPIRUN := env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --oversubscribe --bind-to none
 demo-dist: build
