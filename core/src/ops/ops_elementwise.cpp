@@ -1,8 +1,8 @@
-// Elementwise ops with NumPy broadcasting: add, sub, mul, div, pow (array or scalar operand),
-// neg, exp, log, sqrt, relu, sigmoid, tanh, broadcast_to, the arithmetic operators and the
-// compound assignments, and the elementwise helpers of autograd and nn (detail::). Each validates
-// at the call, allocates its output and queues one kernel; the differentiable ones are recorded
-// for autograd.
+// Elementwise ops with NumPy broadcasting: the unary and binary ops of the op table (each binary
+// op with a scalar on either side), broadcast_to, the arithmetic operators and the compound
+// assignments, and the elementwise helpers of autograd and nn (detail::). Each validates at the
+// call, allocates its output and pushes one KernelCall (a map, or a strided map when an operand
+// is broadcast); the differentiable ones are recorded for autograd.
 #include <memory>
 #include <string>
 #include <utility>
