@@ -115,20 +115,27 @@ DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float lear
                   "before making the trainer, so that rank " + std::to_string(options.root) +
                   "'s initial values can be broadcast");
 
-  // Buckets in reverse parameter order: backward produces the last layer's gradients first.
+  // Buckets in reverse parameter order: backward produces the last layer's gradients first. As
+  // PyTorch's compute_bucket_assignment_by_size: a parameter joins the open bucket, which closes
+  // once it holds at least its cap (first_bucket_bytes, then bucket_bytes).
   std::size_t cap = options.first_bucket_bytes, used = 0;
+  bool open = false;
   for (std::size_t k = ps.size(); k-- > 0;) {
     const std::size_t nb = ps[k].data().nbytes();
-    if (impl_->buckets.empty() || (used > 0 && used + nb > cap)) {
-      if (!impl_->buckets.empty()) cap = options.bucket_bytes;
+    if (!open) {
       impl_->buckets.emplace_back();
       used = 0;
+      open = true;
     }
     Impl::Bucket& b = impl_->buckets.back();
     b.offsets.push_back(static_cast<std::int64_t>(used / sizeof(float)));
     b.params.push_back(k);
     used += nb;
     impl_->bytes += nb;
+    if (used >= cap) {
+      open = false;
+      cap = options.bucket_bytes;
+    }
   }
   for (Impl::Bucket& b : impl_->buckets) {
     std::int64_t n = 0;

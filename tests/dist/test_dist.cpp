@@ -215,8 +215,8 @@ TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in 
   nd::seed(1000 + static_cast<std::uint64_t>(me));  // different on every rank: the broadcast fixes it
   nn::Sequential net = small_mlp(F, H);
   nn::DistributedOptions opts;
-  opts.first_bucket_bytes = 1024;  // several buckets with a model this small
-  opts.bucket_bytes = 8192;
+  opts.first_bucket_bytes = 128;  // three buckets with a model this small: [b2 W2] [b1 W1] [b0 W0]
+  opts.bucket_bytes = 1024;
   nn::DistributedTrainer trainer(net.parameters(), 0.05f, opts);
   REQUIRE(trainer.buckets().size() >= 3);
   CHECK(trainer.buckets()[0][0] == net.parameters().size() - 1);  // reverse order
@@ -260,10 +260,11 @@ TEST_CASE("dist: DistributedTrainer with PyTorch's default buckets") {
   net.add(nn::Dense(1, "", true, 512));
   nn::DistributedTrainer trainer(net.parameters(), 0.005f);
   const auto buckets = trainer.buckets();
-  // Reverse order; the first bucket stops under 1 MB, the rest fill up to 25 MB.
+  // Reverse order; a bucket closes once it holds its cap (PyTorch's rule): the first one at the
+  // 4 MB weight that takes it past 1 MB, the second at the end.
   REQUIRE(buckets.size() == 2);
-  CHECK(buckets[0] == std::vector<std::size_t>{5, 4, 3});
-  CHECK(buckets[1] == std::vector<std::size_t>{2, 1, 0});
+  CHECK(buckets[0] == std::vector<std::size_t>{5, 4, 3, 2});
+  CHECK(buckets[1] == std::vector<std::size_t>{1, 0});
   CHECK(trainer.bytes_per_step() == (2048 * 512 + 2048 + 512 * 2048 + 512 + 512 + 1) * 4);
 }
 

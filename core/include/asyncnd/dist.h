@@ -125,10 +125,10 @@ Overlap overlap(const std::vector<ProfileEvent>& events, const char* begin, cons
 namespace nn {
 
 struct DistributedOptions {
-  // Gradient buckets (PyTorch DDP's defaults): parameters are taken in reverse order (the order
-  // backward produces their gradients) into flat buckets of at most bucket_bytes, the first one
-  // of at most first_bucket_bytes so that communication starts early. A parameter larger than
-  // the cap gets a bucket of its own.
+  // Gradient buckets (PyTorch DDP's defaults and rule): parameters are taken in reverse order
+  // (the order backward produces their gradients) into flat buckets; a bucket closes as soon as
+  // it holds at least its cap, bucket_bytes, or first_bucket_bytes for the first one so that
+  // communication starts early. So the parameter that crosses the cap is the bucket's last.
   std::size_t bucket_bytes = 25u << 20;
   std::size_t first_bucket_bytes = 1u << 20;
   // The rank whose initial parameters every rank takes.
