@@ -141,19 +141,6 @@ std::int64_t checked_size(const char* op, const Shape& shape) {
   }
 }
 
-void push_empty_output(const char* op, const NDArray& out,
-                       std::initializer_list<const NDArray*> ins) {
-  const Var& w = out.var();
-  std::vector<Var> reads;
-  for (const NDArray* a : ins) {
-    if (a->var() != w) reads.push_back(a->var());
-  }
-  PushOptions opts;
-  opts.device = out.device();
-  opts.name = op;
-  engine().push([] {}, std::move(reads), {w}, opts);
-}
-
 NDArray new_array(const char* op, Shape shape, Device device) {
   const std::int64_t n = checked_size(op, shape);
   auto chunk = new_chunk(device, n, op);  // throws for a device that does not exist

@@ -46,6 +46,18 @@ void push_with_reads(F&& fn, const Var& w, const Var* const* r, std::size_t nr,
   }
 }
 
+// The variables of `ins` (at most two) other than w, into r; returns their count. An input sharing
+// the output's variable is not listed as read: the engine forbids a variable in both lists, and
+// listing it as written already orders the read.
+inline std::size_t reads_of(const Var& w, std::initializer_list<const NDArray*> ins,
+                            const Var* r[2]) {
+  std::size_t nr = 0;
+  for (const NDArray* a : ins) {
+    if (a->var() != w && nr < 2) r[nr++] = &a->var();  // invariant: callers pass at most two
+  }
+  return nr;
+}
+
 // The one push path of every op, on every device: queues `call` on the backend of `run_on`
 // (default: out's device), an op that reads the arrays `ins` (at most two) and writes `out`. An
 // input sharing out's variable is not listed as read (the engine forbids a variable in both lists,
@@ -65,10 +77,7 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
   const int id = run_on ? run_on->id : chunk.device.id;
   const Var& w = chunk.var;
   const Var* r[2];
-  std::size_t nr = 0;
-  for (const NDArray* a : ins) {
-    if (a->var() != w && nr < 2) r[nr++] = &a->var();  // invariant: callers pass at most two
-  }
+  const std::size_t nr = reads_of(w, ins, r);
   PushOptions opts;
   opts.device = run_on ? *run_on : chunk.device;
   opts.name = op;
@@ -107,9 +116,17 @@ inline KernelCall kernel_call(KernelCall::Kind kind, const NDArray& out, const N
 
 // An op whose output is empty has nothing to compute, but it still queues a no-op that reads its
 // inputs and writes `out`: that is how a failure of an op that an input depends on reaches out
-// (a wait on out rethrows it), as it does for every other dependent. It runs on the CPU's engine
-// workers whatever the device: it touches no memory.
-void push_empty_output(const char* op, const NDArray& out, std::initializer_list<const NDArray*> ins);
+// (a wait on out rethrows it), as it does for every other dependent. It touches no memory.
+inline void push_empty_output(const char* op, const NDArray& out,
+                              std::initializer_list<const NDArray*> ins) {
+  const Var& w = out.var();
+  const Var* r[2];
+  const std::size_t nr = reads_of(w, ins, r);
+  PushOptions opts;
+  opts.device = out.device();
+  opts.name = op;
+  push_with_reads([] {}, w, r, nr, opts);
+}
 
 }  // namespace detail
 }  // namespace asyncnd
