@@ -1,14 +1,15 @@
 // bench_dist: asyncnd::dist's figures -> bench/results/dist.json (make bench-dist, part of make
-// bench). Run with 2 ranks: mpirun -np 2 ./build/bench_dist NP1.json NP2.json [NP2_4MB.json], where
-// these are example_dist_mlp's --json output with 1 and 2 ranks (the same global batch), and with
-// 2 ranks and 4 MB buckets.
+// bench). Run with 2 ranks: mpirun -np 2 ./build/bench_dist NP1.json NP2.json [NP2.json ...],
+// where these are example_dist_mlp's --json output with 1 and 2 ranks (the same global batch);
+// with several 2-rank runs, each MLP figure is their median (the runs swing with the machine's
+// other load).
 //   dist_allreduce25mb_engine_gbps  dist::allreduce of 25 MB (float32, sum) + wait, through the
 //                                   engine and the communication thread
 //   dist_allreduce25mb_direct_gbps  plain blocking MPI_Allreduce on the same buffer, same run:
 //                                   the floor; goal engine / direct >= 0.95
 //   dist_overlap_fraction           share of allreduce time hidden behind backward, MLP, 2 ranks,
-//                                   PyTorch's buckets (1 MB, then 25 MB: 2 buckets here);
-//                                   _4mb: with 4 MB buckets (4 buckets)
+//                                   PyTorch's buckets (1 MB, then 25 MB: 2 buckets here), over
+//                                   both ranks; _rank0: rank 0's alone
 //   dist_step_s_np1, _np2           time per batch of the MLP, global batch 1024 x 512
 // Bandwidths are algorithm bandwidth (bytes of the buffer / time), medians of alternating repeats.
 #include <asyncnd/asyncnd.h>
@@ -54,6 +55,16 @@ std::string first_line_with(const char* path, const char* prefix) {
   return "";
 }
 
+// Each key's median over the runs.
+std::map<std::string, double> median_of(const std::vector<std::map<std::string, double>>& runs) {
+  std::map<std::string, std::vector<double>> all;
+  for (const auto& r : runs)
+    for (const auto& [k, v] : r) all[k].push_back(v);
+  std::map<std::string, double> out;
+  for (auto& [k, v] : all) out[k] = median(v);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,12 +102,13 @@ int main(int argc, char** argv) {
   const double direct_gbps = bytes / median(direct_s) / 1e9;
   if (rank != 0) return 0;
 
-  std::map<std::string, double> np1, np2, np2_4mb;
+  std::map<std::string, double> np1, np2;
+  std::vector<std::map<std::string, double>> np2_runs;
   if (argc > 2) {
     np1 = read_flat_json(argv[1]);
-    np2 = read_flat_json(argv[2]);
+    for (int i = 2; i < argc; ++i) np2_runs.push_back(read_flat_json(argv[i]));
+    np2 = median_of(np2_runs);
   }
-  if (argc > 3) np2_4mb = read_flat_json(argv[3]);
   std::ostringstream m;
   std::string load;
   std::getline(std::ifstream("/proc/loadavg"), load);
@@ -110,13 +122,10 @@ int main(int argc, char** argv) {
       << ",\n  \"dist_allreduce25mb_engine_over_direct\": " << engine_gbps / direct_gbps;
   if (!np2.empty()) {
     out << ",\n  \"dist_overlap_fraction\": " << np2["overlap_fraction"]
+        << ",\n  \"dist_overlap_fraction_rank0\": " << np2["overlap_fraction_rank0"]
         << ",\n  \"dist_allreduce_ms_per_step_np2\": " << np2["allreduce_ms_per_step"]
         << ",\n  \"dist_step_s_np2\": " << np2["step_s"] << ",\n  \"dist_step_s_np1\": "
-        << np1["step_s"];
-  }
-  if (!np2_4mb.empty()) {
-    out << ",\n  \"dist_overlap_fraction_4mb\": " << np2_4mb["overlap_fraction"]
-        << ",\n  \"dist_step_s_np2_4mb\": " << np2_4mb["step_s"];
+        << np1["step_s"] << ",\n  \"dist_np2_runs\": " << np2_runs.size();
   }
   out << ",\n  \"machine\": " << m.str() << "\n}\n";
   std::printf("dist (2 ranks, loopback): allreduce 25 MB: engine %.2f GB/s, direct MPI_Allreduce "
@@ -126,9 +135,6 @@ int main(int argc, char** argv) {
     std::printf("MLP, global batch 1024x512: step %.1f ms on 1 rank, %.1f ms on 2; %.0f%% of the "
                 "allreduce time hidden behind backward (goal >= 50%%)\n",
                 np1["step_s"] * 1e3, np2["step_s"] * 1e3, 100 * np2["overlap_fraction"]);
-  if (!np2_4mb.empty())
-    std::printf("  with 4 MB buckets: step %.1f ms on 2 ranks, %.0f%% hidden\n",
-                np2_4mb["step_s"] * 1e3, 100 * np2_4mb["overlap_fraction"]);
   std::printf("machine: %s\nwritten: %s/results/dist.json\n", m.str().c_str(), bench_dir().c_str());
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "asyncnd/detail/env.h"
@@ -202,6 +203,26 @@ void run_blocking(const char* op, Request r) {
   if (!error.empty()) throw Error(std::string(op) + ": " + error);
 }
 
+// Ranks on one machine share its cores. Left alone, each rank's OpenBLAS takes every core and
+// its engine one worker per core but one: 2 ranks on 2 cores ran 4 BLAS threads and 2 workers,
+// and the MLP's step was 8-15% slower, its ranks further apart (bench/README.md, "Data-parallel
+// training over MPI"). torchrun sets OMP_NUM_THREADS=1 for the same reason. Before the engine
+// starts (it reads these once); a user's own setting wins.
+void share_cores_among_local_ranks() {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+      MPI_SUCCESS)
+    return;
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  if (local <= 1) return;
+  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int share = std::max(1, hw / local);
+  setenv("ASYNCND_BLAS_THREADS", std::to_string(share).c_str(), 0);
+  setenv("ASYNCND_CPU_WORKERS", std::to_string(std::max(1, share - 1)).c_str(), 0);
+}
+
 }  // namespace
 
 void init() {
@@ -247,6 +268,7 @@ void init(int& argc, char**& argv) {
                 ", asyncnd::dist needs " + thread_level_name(needed) +
                 (needed == MPI_THREAD_MULTIPLE ? " for ASYNCND_DIST_PROGRESS=blocking"
                                                : " (its communication thread calls MPI)"));
+  share_cores_among_local_ranks();
   g_comm = std::make_unique<Comm>(MPI_COMM_WORLD, timeout, progress);
   g_comm->set_check(check);
 }

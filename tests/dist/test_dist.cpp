@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "comm.h"
+#include "emulated_device.h"
 
 using namespace asyncnd;
 
@@ -247,6 +248,58 @@ TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in 
     CHECK(bad == 0);
     // Identical on every rank, bit for bit: rank 0's copy against ours.
     NDArray root_copy = p[k].data().copy();
+    dist::broadcast(root_copy, 0);
+    CHECK(root_copy.to_vector() == got);
+  }
+}
+
+TEST_CASE("dist: DistributedTrainer with parameters on a GPU goes through host memory") {
+  // The emulated GPU (not host addressable, its own stream thread) takes the path a CUDA
+  // device would: gradients copied to the host, packed, allreduced, copied back, updated there.
+  asyncnd_test::ScopedEmulatedGpu emulated;
+  const Device gpu = Device::gpu(0);
+  const int R = dist::size(), me = dist::rank();
+  const std::int64_t N = 48, F = 8, H = 32;
+  nd::seed(2000 + static_cast<std::uint64_t>(me));  // the trainer broadcasts rank 0's values
+  nn::Sequential net = small_mlp(F, H);
+  for (nn::Parameter& p : net.parameters()) p.set_data(p.data().copy_to(gpu));
+  nn::DistributedOptions opts;
+  opts.first_bucket_bytes = 128;
+  opts.bucket_bytes = 1024;
+  nn::DistributedTrainer trainer(net.parameters(), 0.05f, opts);
+  std::vector<nn::Parameter> p = net.parameters();
+  for (const nn::Parameter& pk : p) REQUIRE(pk.data().device() == gpu);
+
+  // The reference on the CPU, one process, the whole batch, from the broadcast values.
+  nn::Sequential ref = small_mlp(F, H);
+  std::vector<nn::Parameter> q = ref.parameters();
+  for (std::size_t k = 0; k < p.size(); ++k) q[k].set_data(p[k].data().copy_to(Device::cpu()));
+  nn::SGD ref_trainer(q, 0.05f);
+
+  std::mt19937 gen(static_cast<unsigned>(test_seed()) + 1);
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> xs(static_cast<std::size_t>(N * F)), ys(static_cast<std::size_t>(N));
+    for (float& v : xs) v = normal(gen);
+    for (float& v : ys) v = normal(gen);
+    const std::int64_t share = N / R, b = me * share, e = b + share;
+    const NDArray y = nd::from_vector(std::vector<float>(ys.begin() + b, ys.begin() + e), {share});
+    train_step(net, rows(xs, F, b, e).copy_to(gpu), y.copy_to(gpu));
+    trainer.step(share);
+    train_step(ref, rows(xs, F, 0, N), nd::from_vector(ys, {N}));
+    ref_trainer.step(N);
+  }
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    INFO("parameter " << p[k].name() << " rank " << me);
+    REQUIRE(p[k].data().device() == gpu);
+    const std::vector<float> got = p[k].data().copy_to(Device::cpu()).to_vector();
+    const std::vector<float> want = q[k].data().to_vector();
+    std::size_t bad = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) bad += near(got[e], want[e], 1e-4f) ? 0 : 1;
+    CHECK(bad == 0);
+    // The averaged gradient is what p.grad() holds afterwards, on the GPU too.
+    CHECK(p[k].grad().device() == gpu);
+    NDArray root_copy = p[k].data().copy_to(Device::cpu());
     dist::broadcast(root_copy, 0);
     CHECK(root_copy.to_vector() == got);
   }

@@ -43,9 +43,12 @@ namespace dist {
 // OMPI_MCA_mpi_yield_when_idle=1 for Open MPI unless already set (its blocking calls then yield
 // the core to the engine's workers). ASYNCND_DIST_CHECK=1 (the same on every rank): before each
 // collective, every rank's description of it is allgathered, and if they differ the collective
-// fails on every rank naming both (a debugging aid: one more small collective each). If the
-// program already initialised MPI, uses it (it must
-// provide the level) and leaves finalising it to the program. Main thread, once. Throws
+// fails on every rank naming both (a debugging aid: one more small collective each). Ranks on
+// one machine share its cores: where there are several, each gets hardware threads / ranks of
+// them, as ASYNCND_BLAS_THREADS and ASYNCND_CPU_WORKERS (that share less one, at least one),
+// unless the user set those; call init before the first array, which starts the engine with
+// them. If the program already initialised MPI, uses it (it must provide the level) and leaves
+// finalising it to the program. Main thread, once. Throws
 // asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or for a
 // bad variable.
 void init(int& argc, char**& argv);
