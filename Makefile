@@ -10,15 +10,16 @@
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
-#   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist/)
-#   make bench          benchmarks -> bench/results/native.json, wasm.json, dist.json (and gpu.json with a GPU);
+#   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist_mlp.cpp)
+#   make bench          benchmarks -> bench/results/native.json, wasm.json, dist.json, browser.json (and gpu.json
+#                       with a GPU);
 #                       installs the PyTorch peer (python3-torch) first: make bench-setup
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
-.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm clean fuzz
+.PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
 .PHONY: setup-web playground test-web demo-dist bench-dist
 
 JOBS ?= 2
@@ -70,8 +71,15 @@ wasm: setup
 	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm
 	$(EMENV) cmake --build build-wasm -j$(JOBS)
 
-# The suites with 2 engine workers, then the API ones again with 1 (ASYNCND_TEST_THREADS).
+# The suites with 2 engine workers, then the API ones again with 1 (ASYNCND_TEST_THREADS). The
+# bundler test's esbuild (wasm/test/bundler/package-lock.json) is installed first, only when its
+# node_modules is missing or older than the lock file.
 test-wasm: wasm
+	@if [ wasm/test/bundler/node_modules/.package-lock.json -nt wasm/test/bundler/package-lock.json ]; then \
+	  echo "test-wasm: wasm/test/bundler/node_modules up to date"; \
+	else \
+	  cd wasm/test/bundler && npm ci --no-audit --no-fund; \
+	fi
 	cd wasm && node --test test/*.test.js
 	cd wasm && ASYNCND_TEST_THREADS=1 node --test test/api.test.js test/async.test.js \
 	  test/errors.test.js test/memory.test.js test/autograd.test.js test/bad_input.test.js \
@@ -116,14 +124,14 @@ MPIRUN := env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 demo-dist: build
 	$(MPIRUN) -np 2 ./build/example_dist_mlp --trace build/dist_trace
 
-# asyncnd::dist's figures -> bench/results/dist.json: the MLP on 1 and 2 ranks, then the
-# allreduce bandwidth against plain MPI_Allreduce (bench/dist/dist.cpp).
+# asyncnd::dist's figures -> bench/results/dist.json: the MLP on 1 rank and three times on 2 ranks
+# (the median goes in), then the allreduce bandwidth against plain MPI_Allreduce (bench/dist/dist.cpp).
 bench-dist: build
 	@if [ ! -x build/bench_dist ]; then echo "bench-dist: SKIPPED (built without MPI)"; else \
-	  $(MPIRUN) -np 1 ./build/example_dist_mlp --batches 10 --json build/dist_np1.json && \
-	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --json build/dist_np2.json && \
-	  $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 10 --bucket-mb 4 --json build/dist_np2_4mb.json && \
-	  $(MPIRUN) -np 2 ./build/bench_dist build/dist_np1.json build/dist_np2.json build/dist_np2_4mb.json; fi
+	  $(MPIRUN) -np 1 ./build/example_dist_mlp --batches 20 --json build/dist_np1.json && \
+	  for r in 1 2 3; do \
+	    $(MPIRUN) -np 2 ./build/example_dist_mlp --batches 20 --json build/dist_np2_$$r.json; done && \
+	  $(MPIRUN) -np 2 ./build/bench_dist build/dist_np1.json build/dist_np2_{1,2,3}.json; fi
 
 # The benchmarks' own peer, PyTorch from Debian (python3-torch, about 400 MB with its libraries),
 # installed here rather than by make setup: only the benchmarks need it.
@@ -138,11 +146,23 @@ bench: build bench-setup
 	./build/bench_gpu
 	$(MAKE) --no-print-directory bench-dist
 	$(MAKE) --no-print-directory bench-wasm
+	$(MAKE) --no-print-directory bench-browser
 
 # The WebAssembly module in Node next to TensorFlow.js (bench/wasm/package-lock.json pins it).
 bench-wasm: wasm
 	cd bench/wasm && npm ci --no-audit --no-fund
-	node bench/wasm/bench.mjs
+	@# Node 20 runs the relaxed-SIMD module (dist/asyncnd-relaxed.*) only with this flag.
+	node --experimental-wasm-relaxed-simd bench/wasm/bench.mjs
+
+# The WebAssembly module in headless Chromium next to TensorFlow.js's wasm backend and ONNX Runtime
+# Web (bench/browser/package-lock.json pins them) -> bench/results/browser.json; SKIPPED without
+# Chromium (make setup installs it).
+bench-browser: wasm
+	@if [ ! -x /usr/bin/chromium ] && [ ! -x /usr/bin/chromium-browser ]; then \
+	  echo "bench-browser: SKIPPED: no Chromium (apt-get install chromium); bench/results/browser.json not written"; \
+	else \
+	  (cd bench/browser && npm ci --no-audit --no-fund) && node bench/browser/bench.mjs; \
+	fi
 
 clean:
 	rm -rf build build-tsan build-asan build-wasm wasm/dist web/vendor

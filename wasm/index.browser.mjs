@@ -1,24 +1,38 @@
 // ES module entry for browsers (package.json's "browser" condition; an import map's target):
 // `import asyncnd from 'asyncnd'` or `import { load } from 'asyncnd'` on a page or in a module
-// Worker. The API is index.cjs's, imported in its ES-module form (dist/asyncnd-api.mjs, made from
-// index.cjs by `make wasm`); the module's files are found next to this file's URL, not a <script>.
+// Worker, directly or through a bundler. The API is index.cjs's, imported in its ES-module form
+// (dist/asyncnd-api.mjs, made from index.cjs by `make wasm`); the module's files are found next to
+// this file's URL, not a <script>.
 import api from './dist/asyncnd-api.mjs';
-import * as emscripten from './dist/asyncnd.js';
 
-// Imported natively, dist/asyncnd.js (a classic script) publishes its factory on globalThis
-// (wasm/export_global.js); a bundler turns it into a CommonJS module whose default is the factory.
-// index.cjs looks for the global, as after a <script> tag.
-if (typeof globalThis.createAsyncndModule !== 'function') {
-  globalThis.createAsyncndModule = emscripten.default;
-}
-
-// dist/asyncnd.js, with asyncnd.wasm and asyncnd.worker.js beside it (the engine's Web Workers
-// load it with importScripts): relative to this module, whatever page or worker imported it.
+// dist/asyncnd.js, with the rest of dist/ beside it (asyncnd.wasm, asyncnd.worker.js and the
+// relaxed-SIMD module's asyncnd-relaxed.*; the engine's Web Workers load the picked module's .js
+// with importScripts): relative to this module, whatever page or worker imported it (or, bundled,
+// relative to the bundle: copy dist/ next to it).
 const defaultModuleUrl = new URL('./dist/asyncnd.js', import.meta.url).href;
 
-// index.cjs's load, with moduleUrl defaulting to this package's dist/asyncnd.js.
-export function load(options = {}) {
-  return api.load({ ...options, moduleUrl: options.moduleUrl || defaultModuleUrl });
+// index.cjs's load, with moduleUrl defaulting to this package's dist/asyncnd.js. The Emscripten
+// scripts are imported here, by URL, when first needed, not statically: a bundler would otherwise
+// bundle them (and fail on their Node-only require() calls), and the page would run a copy next
+// to the file its Web Workers load. Imported as a module, dist/asyncnd.js and
+// dist/asyncnd-relaxed.js publish their factories on globalThis (wasm/export_global.js), where
+// index.cjs looks for them, as after <script> tags. The relaxed one's script is imported only when
+// load() may pick it (only the picked module's .wasm is fetched).
+export async function load(options = {}) {
+  const moduleUrl = options.moduleUrl || defaultModuleUrl;
+  const scripts = [['createAsyncndModule', moduleUrl]];
+  if (options.simd !== 'simd128' && api.supportsRelaxedSimd()) {
+    scripts.push(['createAsyncndRelaxedModule', new URL('asyncnd-relaxed.js', moduleUrl).href]);
+  }
+  for (const [factory, url] of scripts) {
+    if (typeof globalThis[factory] !== 'function') {
+      await import(/* webpackIgnore: true */ /* @vite-ignore */ url);
+    }
+  }
+  return api.load({ ...options, moduleUrl });
 }
 
-export default { load };
+// Whether this engine runs relaxed SIMD (load({ simd: 'auto' }) then picks that module).
+export const supportsRelaxedSimd = api.supportsRelaxedSimd;
+
+export default { load, supportsRelaxedSimd };

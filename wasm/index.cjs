@@ -62,7 +62,7 @@ function opCodes(M) {
   return { table: t, UNARY: codes(t.unary), BINARY: codes(t.binary), REDUCE: codes(t.reduce) };
 }
 
-function makeApi(M, threads) {
+function makeApi(M, threads, simd) {
   const { table: OP_TABLE, UNARY, BINARY, REDUCE } = opCodes(M);
   const check = (r) => {
     if (r < 0) throw new Error(M.takeError());
@@ -358,6 +358,9 @@ function makeApi(M, threads) {
     NDArray,
     threads,
     backend: M.backendName(),
+    // Which module runs: 'relaxed' (dist/asyncnd-relaxed.*, f32x4.relaxed_madd in the GEMM) or
+    // 'simd128' (dist/asyncnd.*).
+    simd,
 
     zeros: (shape) => wrap(M.zeros(shapeArg(shape, 'zeros'))),
     ones: (shape) => wrap(M.ones(shapeArg(shape, 'ones'))),
@@ -770,32 +773,127 @@ const instances = new Map();
 const scriptUrl = typeof document !== 'undefined' && document.currentScript && document.currentScript.src
   ? document.currentScript.src : null;
 
-// Node: the path of the module's asyncnd.js, dist/ by default; moduleUrl (a path or a file: URL)
-// names another build of it, with its .wasm and .worker.js next to it.
-function nodeModulePath(moduleUrl) {
+// The package has two builds of the module: dist/asyncnd.* (SIMD128) and dist/asyncnd-relaxed.*
+// (the same, but its GEMM uses relaxed SIMD's f32x4.relaxed_madd: faster, and its results may
+// differ from the SIMD128 module's in the last bits). Each has its own .js, .wasm, .worker.js and
+// factory name; the engine's Web Workers load the .js of their module and run the .wasm the main
+// thread compiled.
+const VARIANTS = {
+  simd128: { file: 'asyncnd.js', factory: 'createAsyncndModule' },
+  relaxed: { file: 'asyncnd-relaxed.js', factory: 'createAsyncndRelaxedModule' },
+};
+const SIMD_CHOICES = ['auto', 'relaxed', 'simd128'];
+
+// A module of one function, f32x4.relaxed_madd (fd 85 02) of its three v128 parameters: it
+// validates only where the engine runs relaxed SIMD (Chromium 114+, Firefox; Node 20 with
+// --experimental-wasm-relaxed-simd).
+const RELAXED_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 123, 123, 123, 1, 123, 3, 2, 1, 0,
+                       10, 13, 1, 11, 0, 32, 0, 32, 1, 32, 2, 253, 133, 2, 11];
+function supportsRelaxedSimd() {
+  try {
+    return typeof WebAssembly === 'object' && WebAssembly.validate(new Uint8Array(RELAXED_PROBE));
+  } catch (e) {
+    return false;
+  }
+}
+
+// options.simd, else (Node) ASYNCND_WASM_SIMD, else 'auto'; throws for anything else.
+function simdChoice(options) {
+  let v = options.simd, what = 'simd';
+  if (v === undefined && isNode && process.env.ASYNCND_WASM_SIMD) {
+    v = process.env.ASYNCND_WASM_SIMD;
+    what = 'ASYNCND_WASM_SIMD';
+  }
+  if (v === undefined) return 'auto';
+  if (!SIMD_CHOICES.includes(v)) {
+    throw new Error(`load: ${what} must be 'auto', 'relaxed' or 'simd128', got ${show(v)}`);
+  }
+  return v;
+}
+
+// Node: the path of a module's .js: `moduleUrl` (a path or a file: URL) names the SIMD128 build's
+// asyncnd.js (default: dist/), and the relaxed build is asyncnd-relaxed.js next to it.
+function nodeModulePath(moduleUrl, variant) {
   const path = require('path');
-  if (!moduleUrl) return path.join(__dirname, 'dist', 'asyncnd.js');
-  return String(moduleUrl).startsWith('file:') ? require('url').fileURLToPath(moduleUrl) : path.resolve(moduleUrl);
+  const base = !moduleUrl ? path.join(__dirname, 'dist', 'asyncnd.js')
+    : String(moduleUrl).startsWith('file:') ? require('url').fileURLToPath(moduleUrl) : path.resolve(moduleUrl);
+  return variant === 'simd128' ? base : path.join(path.dirname(base), VARIANTS[variant].file);
 }
 
-// The Emscripten factory: required in Node (and by bundlers); in a browser without a module
-// system, the global that the classic script dist/asyncnd.js defines (load it first: a <script>
-// tag, or importScripts in a Worker).
-function moduleFactory(moduleUrl) {
-  // module.require for another build: a bundler sees only the literal require of dist/.
-  if (isNode) return moduleUrl ? module.require(nodeModulePath(moduleUrl)) : require('./dist/asyncnd.js');
-  if (typeof createAsyncndModule === 'function') return createAsyncndModule;  // eslint-disable-line no-undef
-  if (typeof require === 'function') return require('./dist/asyncnd.js');
-  throw new Error('load: dist/asyncnd.js is not loaded: add it with a <script> tag or importScripts() before this file');
+// Browsers: the URL of a module's .js, from moduleUrl (the URL of dist/asyncnd.js; default on a
+// page: next to this script), or null when there is none.
+function browserModuleUrl(moduleUrl, variant) {
+  const base = moduleUrl || (scriptUrl && new URL('dist/asyncnd.js', scriptUrl).href);
+  return base ? new URL(VARIANTS[variant].file, base).href : null;
 }
 
-async function instantiate(threads, moduleUrl) {
-  const factory = moduleFactory(moduleUrl);
+// Which module to load: 'relaxed' where asked for, or, with 'auto', where the engine validates
+// relaxed SIMD (and, in Node, the relaxed build exists next to moduleUrl); else 'simd128'.
+function pickVariant(choice, moduleUrl) {
+  if (choice === 'simd128') return 'simd128';
+  const supported = supportsRelaxedSimd();
+  if (choice === 'relaxed' && !supported) {
+    throw new Error("load: simd 'relaxed': this WebAssembly engine does not run relaxed SIMD " +
+                    '(f32x4.relaxed_madd does not validate)' +
+                    (isNode ? '; Node 20 needs --experimental-wasm-relaxed-simd' : ''));
+  }
+  if (isNode && supported) {
+    const file = nodeModulePath(moduleUrl, 'relaxed');
+    if (!require('fs').existsSync(file)) {
+      if (choice === 'relaxed') throw new Error(`load: simd 'relaxed': no relaxed-SIMD module at ${file}`);
+      return 'simd128';
+    }
+  }
+  return supported ? 'relaxed' : 'simd128';
+}
+
+// Browsers without a module system: runs the classic script at `url` (a module's .js), which
+// defines its factory as a global.
+function loadClassicScript(url) {
+  if (typeof importScripts === 'function') {  // a classic Worker: synchronous
+    importScripts(url);  // eslint-disable-line no-undef
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const el = document.createElement('script');
+    el.src = url;
+    el.onload = () => resolve();
+    el.onerror = () => reject(new Error(`load: could not load ${url}`));
+    document.head.appendChild(el);
+  });
+}
+
+// The Emscripten factory of a module: required in Node (and by bundlers); in a browser without a
+// module system, the global that the module's classic script defines (dist/asyncnd.js must be
+// loaded first, with a <script> tag or importScripts; dist/asyncnd-relaxed.js is loaded here
+// when picked and not loaded yet).
+async function moduleFactory(variant, moduleUrl) {
+  // module.require for another build: a bundler sees only the literal requires of dist/.
+  if (isNode) {
+    if (moduleUrl) return module.require(nodeModulePath(moduleUrl, variant));
+    return variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js');
+  }
+  const name = VARIANTS[variant].factory;
+  if (typeof globalThis[name] === 'function') return globalThis[name];
+  if (typeof require === 'function') {
+    return variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js');
+  }
+  const url = browserModuleUrl(moduleUrl, variant);
+  if (variant === 'relaxed' && url && (typeof importScripts === 'function' || typeof document !== 'undefined')) {
+    await loadClassicScript(url);
+    if (typeof globalThis[name] === 'function') return globalThis[name];
+  }
+  throw new Error(`load: dist/${VARIANTS[variant].file} is not loaded: add it with a <script> tag or ` +
+                  'importScripts() before this file');
+}
+
+async function instantiate(threads, moduleUrl, variant) {
+  const factory = await moduleFactory(variant, moduleUrl);
   const options = { asyncndPoolSize: threads };
   if (!isNode) {
-    // Browsers: the .wasm and the pthread workers' script are found from the URL of
-    // dist/asyncnd.js (the engine's Web Workers load that script too).
-    const url = moduleUrl || (scriptUrl && new URL('dist/asyncnd.js', scriptUrl).href);
+    // Browsers: the .wasm and the pthread workers' script are found from the URL of the module's
+    // .js (the engine's Web Workers load that script too).
+    const url = browserModuleUrl(moduleUrl, variant);
     if (!url) {
       throw new Error('load: in a Web Worker, pass moduleUrl (the URL of dist/asyncnd.js), e.g. ' +
                       "asyncnd.load({ threads, moduleUrl: new URL('asyncnd/dist/asyncnd.js', self.location).href })");
@@ -805,7 +903,7 @@ async function instantiate(threads, moduleUrl) {
   }
   if (isNode) {
     // Node 20's fetch cannot read a file path: hand the loader the bytes.
-    options.wasmBinary = require('fs').readFileSync(nodeModulePath(moduleUrl).replace(/\.js$/, '.wasm'));
+    options.wasmBinary = require('fs').readFileSync(nodeModulePath(moduleUrl, variant).replace(/\.js$/, '.wasm'));
   }
   const M = await factory(options);
   if (isNode) {
@@ -821,30 +919,38 @@ async function instantiate(threads, moduleUrl) {
       if (typeof w.unref === 'function') w.unref();
     }
   }
-  return makeApi(M, threads);
+  return makeApi(M, threads, variant);
 }
 
 // Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
-// 1). Resolves with the API object (`nd`). In a browser, `moduleUrl` is the URL of
-// dist/asyncnd.js (default on a page: next to this script; required in a Web Worker); in Node,
-// the path of another build's asyncnd.js (default: dist/). Loading again with the same thread
-// count and moduleUrl gives the same instance; otherwise a separate module with its own engine
-// and arrays.
+// 1). Resolves with the API object (`nd`). `simd` picks the build: 'auto' (default; in Node,
+// ASYNCND_WASM_SIMD when set) the relaxed-SIMD one where the engine runs it, else SIMD128;
+// 'relaxed' that one or a rejection; 'simd128' always SIMD128. In a browser, `moduleUrl` is the URL
+// of dist/asyncnd.js, with the rest of dist/ beside it (default on a page: next to this script;
+// required in a Web Worker); in Node, the path of another build's asyncnd.js (default: dist/).
+// Loading again with the same thread count, moduleUrl and module gives the same instance;
+// otherwise a separate module with its own engine and arrays.
 function load(options = {}) {
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
   }
-  const key = `${threads} ${options.moduleUrl || ''}`;
+  let variant;
+  try {
+    variant = pickVariant(simdChoice(options), options.moduleUrl);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const key = `${threads} ${options.moduleUrl || ''} ${variant}`;
   if (!instances.has(key)) {
-    const p = instantiate(threads, options.moduleUrl);
+    const p = instantiate(threads, options.moduleUrl, variant);
     instances.set(key, p);
     p.catch(() => instances.delete(key));
   }
   return instances.get(key);
 }
 
-const api = { load };
+const api = { load, supportsRelaxedSimd };
 api.default = api;
 // CommonJS (Node, bundlers), or a global `asyncnd` for a classic <script> or importScripts().
 if (typeof module === 'object' && module && module.exports) module.exports = api;

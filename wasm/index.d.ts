@@ -230,7 +230,11 @@ type Operand = NDArray | number;
 /** One loaded module instance: its engine, its arrays. */
 export interface Asyncnd {
   readonly threads: number;
+  /** e.g. 'cpu (WebAssembly, 128-bit SIMD + relaxed FMA, worker threads)' for the relaxed module. */
   readonly backend: string;
+  /** The module that runs: 'relaxed' (dist/asyncnd-relaxed.*, f32x4.relaxed_madd in the GEMM)
+   *  or 'simd128' (dist/asyncnd.*). */
+  readonly simd: 'relaxed' | 'simd128';
 
   zeros(shape: Shape | number): NDArray;
   ones(shape: Shape | number): NDArray;
@@ -314,11 +318,18 @@ export interface LoadOptions {
   threads?: number;
   /** Browsers: the URL of dist/asyncnd.js (default: next to index.browser.mjs when imported as
    *  an ES module; next to index.cjs on a page with classic scripts; required in a classic Web
-   *  Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). */
+   *  Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). The
+   *  relaxed-SIMD module is asyncnd-relaxed.js in the same folder. */
   moduleUrl?: string;
+  /** Which module: 'auto' (default; in Node, the ASYNCND_WASM_SIMD variable when set) the
+   *  relaxed-SIMD one where the engine runs relaxed SIMD, else SIMD128; 'relaxed' that one, or a
+   *  rejection where the engine cannot run it; 'simd128' always SIMD128. Anything else rejects. */
+  simd?: 'auto' | 'relaxed' | 'simd128';
 }
 
 export function load(options?: LoadOptions): Promise<Asyncnd>;
+/** Whether this WebAssembly engine runs relaxed SIMD (WebAssembly.validate of f32x4.relaxed_madd). */
+export function supportsRelaxedSimd(): boolean;
 
-declare const asyncnd: { load: typeof load };
+declare const asyncnd: { load: typeof load; supportsRelaxedSimd: typeof supportsRelaxedSimd };
 export default asyncnd;

@@ -6,4 +6,5 @@ const require = createRequire(import.meta.url);
 const asyncnd = require('./index.cjs');
 
 export const load = asyncnd.load;
+export const supportsRelaxedSimd = asyncnd.supportsRelaxedSimd;
 export default asyncnd;

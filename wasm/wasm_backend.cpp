@@ -19,8 +19,13 @@ constexpr std::size_t kAlign = 64;
 class WasmCpuBackend final : public Backend {
  public:
   DeviceKind kind() const override { return DeviceKind::kCPU; }
+  // This file is compiled once per module: with -mrelaxed-simd for the relaxed one.
   std::string name() const override {
+#ifdef __wasm_relaxed_simd__
+    return "cpu (WebAssembly, " + std::to_string(kSimdBits) + "-bit SIMD + relaxed FMA, worker threads)";
+#else
     return "cpu (WebAssembly, " + std::to_string(kSimdBits) + "-bit SIMD, worker threads)";
+#endif
   }
   int device_count() const override { return 1; }
 
@@ -36,7 +41,7 @@ class WasmCpuBackend final : public Backend {
   }
   void free(int /*device_id*/, void* p, std::size_t /*bytes*/) noexcept override { std::free(p); }
 
-  // Every op's kernel: core's templated and SIMD128 loops, and for GEMM the packed SIMD128 GEMM
+  // Every op's kernel: core's templated and SIMD128 loops, and for GEMM the packed SIMD GEMM
   // (core/src/kernels/portable_gemm.cpp), split across the engine's workers. Runs on the calling worker.
   void launch(int /*device_id*/, const KernelCall& c, Completion /*done*/) override {
     if (c.kind != KernelCall::Kind::kGemm) return kernels::run_host_kernel(c);
@@ -65,7 +70,12 @@ Backend& wasm_cpu_backend() {
 }  // namespace detail
 
 CpuGemm cpu_gemm() {
+#ifdef __wasm_relaxed_simd__
+  return {"portable (wasm SIMD128 + relaxed madd)",
+          "the WebAssembly build has no BLAS: core's packed GEMM, 6x8 f32x4.relaxed_madd micro-kernel"};
+#else
   return {"portable (wasm SIMD128)", "the WebAssembly build has no BLAS: core's packed SIMD128 GEMM"};
+#endif
 }
 
 }  // namespace asyncnd

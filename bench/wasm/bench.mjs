@@ -1,7 +1,8 @@
 // bench/wasm/bench.mjs: the WebAssembly engine in Node.js, next to TensorFlow.js on the same data,
 // in one run. Writes bench/results/wasm.json (a flat object of named figures plus `machine`).
 // Run from the repository root after `make wasm` and `npm ci` here (`make bench` does both):
-//   node bench/wasm/bench.mjs [--only=e6] [out.json]
+//   node --experimental-wasm-relaxed-simd bench/wasm/bench.mjs [--only=e6] [out.json]
+// (without the flag, Node 20 cannot run the relaxed-SIMD module and its figures are left out).
 // --only=e6 runs E6 alone and writes its figures into the existing file, keeping the other keys
 // and `machine` (the figures' machine and conditions are in bench/README.md). E5 and E6 are the
 // chapter's experiments as experiments/chapter.cjs writes them (the playground and
@@ -13,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { conditionsBefore, writeResults } from '../machine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
@@ -24,7 +26,7 @@ const args = process.argv.slice(2);
 const E6_BATCHES = 100, E6_THREADS = 2;
 const e6Child = (args.find((a) => a.startsWith('--e6-child=')) || '').slice('--e6-child='.length);
 if (e6Child) {
-  const nd = await asyncnd.load({ threads: E6_THREADS });
+  const nd = await asyncnd.load({ threads: E6_THREADS, simd: 'simd128' });
   console.log(JSON.stringify(chapter.e6Run(nd, e6Child, { batches: E6_BATCHES })));
   process.exit(0);
 }
@@ -45,22 +47,7 @@ const nowS = () => performance.now() / 1000;
 const cpuS = () => { const u = process.cpuUsage(); return (u.user + u.system) * 1e-6; };
 const heading = (t) => console.log(`\n== ${t}`);
 
-function cpuBusyPct() {
-  // CPU busy over the next second (/proc/stat), while this thread sleeps: well above 0 means
-  // another process was running and the figures are suspect.
-  const read = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
-  try {
-    const a = read();
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
-    const b = read();
-    const d = b.map((x, i) => x - a[i]);
-    const total = d.reduce((x, y) => x + y, 0), idle = d[3] + d[4];
-    return total > 0 ? Math.round(100 * (total - idle) / total) : -1;
-  } catch { return -1; }
-}
-
-const busyBefore = cpuBusyPct();  // before anything of ours starts
-const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+const before = conditionsBefore();  // before anything of ours starts
 
 // ---- E6 -------------------------------------------------------------------------------------
 function benchE6() {
@@ -99,8 +86,13 @@ if (only === 'e6') {
 // benchmark's hooks (nd._bench: bench/wasm/glue_bench.cpp); two workers: the package's dist/.
 const hooksModule = path.join(root, 'build-wasm', 'hooks', 'asyncnd.js');
 if (!fs.existsSync(hooksModule)) throw new Error(`bench.mjs: ${hooksModule} is missing: run make wasm`);
-const nd1 = await asyncnd.load({ threads: 1, moduleUrl: hooksModule });
-const nd2 = await asyncnd.load({ threads: 2 });
+const nd1 = await asyncnd.load({ threads: 1, moduleUrl: hooksModule, simd: 'simd128' });
+const nd2 = await asyncnd.load({ threads: 2, simd: 'simd128' });
+// The relaxed-SIMD module (dist/asyncnd-relaxed.*), where this Node runs it: Node 20 needs
+// --experimental-wasm-relaxed-simd (make bench-wasm passes it); without, its figures are skipped.
+const relaxed = asyncnd.supportsRelaxedSimd();
+const nd1r = relaxed ? await asyncnd.load({ threads: 1, simd: 'relaxed' }) : null;
+const nd2r = relaxed ? await asyncnd.load({ threads: 2, simd: 'relaxed' }) : null;
 
 // ---- GEMM -----------------------------------------------------------------------------------
 heading('SGEMM 1000x1000x1000: asyncnd (1 and 2 worker threads) vs TensorFlow.js, same matrices');
@@ -148,6 +140,7 @@ async function tfGemm(backend) {
 }
 
 const g1 = ourGemm(nd1), g2 = ourGemm(nd2);
+const g1r = relaxed ? ourGemm(nd1r) : null, g2r = relaxed ? ourGemm(nd2r) : null;
 const tw = await tfGemm('wasm');
 const tfThreads = tfwasm.getThreadsCount ? tfwasm.getThreadsCount() : 1;
 // Check the three agree on the product before timing them.
@@ -163,9 +156,12 @@ const tfThreads = tfwasm.getThreadsCount ? tfwasm.getThreadsCount() : 1;
 // once hot), so the second worker of a 2-thread module reaches full speed a few products later
 // than the first: measured per product, the 2-thread GEMM ran 75-83 GFLOP/s in products 2-5 and
 // 96-101 from then on. Six rounds (about 0.6 s) reach the steady state on every side.
-for (let i = 0; i < 6; ++i) { g1.run(); g2.run(); tw.run(); }
-const r1 = [], r2 = [], rt = [];
-for (let r = 0; r < reps; ++r) { r1.push(g1.run()); r2.push(g2.run()); rt.push(tw.run()); }
+for (let i = 0; i < 6; ++i) { g1.run(); g2.run(); tw.run(); if (relaxed) { g1r.run(); g2r.run(); } }
+const r1 = [], r2 = [], rt = [], r1r = [], r2r = [];
+for (let r = 0; r < reps; ++r) {
+  r1.push(g1.run()); r2.push(g2.run()); rt.push(tw.run());
+  if (relaxed) { r1r.push(g1r.run()); r2r.push(g2r.run()); }
+}
 tw.free();
 record('wasm_sgemm1000_1t_gflops', median(r1), `nd.dot + waitToRead, 1 worker, median of ${reps}`);
 record('wasm_sgemm1000_2t_gflops', median(r2), `nd.dot + waitToRead, 2 workers, median of ${reps}`);
@@ -175,6 +171,16 @@ record('tfjs_wasm_sgemm1000_gflops', median(rt), `tf.matMul + dataSync, tfjs-bac
 record('wasm_sgemm1000_1t_cpu_gflops', median(g1.cpu.slice(-reps)), 'the same 1-worker runs, GFLOP per CPU-second of the process');
 record('wasm_sgemm1000_2t_cpu_gflops', median(g2.cpu.slice(-reps)), 'the same 2-worker runs, GFLOP per CPU-second of the process (both workers)');
 record('tfjs_wasm_sgemm1000_cpu_gflops', median(tw.cpu.slice(-reps)), 'the same TF.js runs, GFLOP per CPU-second of the process');
+if (relaxed) {
+  const what = 'the relaxed-SIMD module (dist/asyncnd-relaxed, 6x8 f32x4.relaxed_madd micro-kernel)';
+  record('wasm_relaxed_sgemm1000_1t_gflops', median(r1r), `nd.dot + waitToRead, ${what}, 1 worker, median of ${reps}, interleaved`);
+  record('wasm_relaxed_sgemm1000_2t_gflops', median(r2r), `the same, 2 workers, median of ${reps}, interleaved`);
+  record('wasm_relaxed_sgemm1000_1t_cpu_gflops', median(g1r.cpu.slice(-reps)), 'the same 1-worker runs, GFLOP per CPU-second of the process');
+  record('wasm_relaxed_sgemm1000_2t_cpu_gflops', median(g2r.cpu.slice(-reps)), 'the same 2-worker runs, GFLOP per CPU-second of the process (both workers)');
+  g1r.free(); g2r.free();
+} else {
+  console.log('  (relaxed-SIMD figures skipped: this Node does not run relaxed SIMD; run it with --experimental-wasm-relaxed-simd)');
+}
 const tc = await tfGemm('cpu');
 tc.run();
 const rc = [tc.run(), tc.run(), tc.run()];
@@ -267,20 +273,14 @@ benchE6();
 
 nd1.waitAll();
 nd2.waitAll();
-const result = {
-  ...figures,
-  machine: {
-    cpu_model: (os.cpus()[0] || {}).model || 'unknown',
-    cores: os.cpus().length,
-    node: process.version,
-    backend: nd.backend,
-    emscripten: '3.1.6 (Debian), -O2 -pthread -msimd128 -fexceptions',
-    tfjs: '4.22.0',
-    loadavg_start: loadavg,
-    cpu_busy_before_pct: busyBefore,
-    date: new Date().toISOString(),
-  },
-};
-fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
-console.log(`\nwrote ${out}`);
+if (relaxed) { nd1r.waitAll(); nd2r.waitAll(); }
+writeResults(out, figures, {
+  cpu_model: (os.cpus()[0] || {}).model || 'unknown',
+  cores: os.cpus().length,
+  node: process.version,
+  backend: nd.backend,
+  emscripten: '3.1.6 (Debian), -O2 -pthread -msimd128 -fexceptions (relaxed module: + -mrelaxed-simd, opcode rewritten)',
+  node_relaxed_simd: relaxed,
+  tfjs: '4.22.0',
+  ...before,
+});

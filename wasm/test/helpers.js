@@ -14,9 +14,12 @@ const HOOKS_MODULE = process.env.ASYNCND_HOOKS_MODULE ||
   path.join(__dirname, '..', '..', 'build-wasm', 'hooks', 'asyncnd.js');
 
 // Loads the module and installs the per-test leak check. Call at the top of a test file.
-// { hooks: true } loads the hooks module instead of the package's dist/.
+// { hooks: true } loads the hooks module instead of the package's dist/. The package's module is
+// the one load() picks: SIMD128 in Node 20 unless it runs with --experimental-wasm-relaxed-simd
+// (then ASYNCND_WASM_SIMD=relaxed or simd128 chooses); the hooks module is built for SIMD128 only.
 function setup({ hooks = false } = {}) {
-  const loading = asyncnd.load({ threads: THREADS, moduleUrl: hooks ? HOOKS_MODULE : undefined });
+  const loading = asyncnd.load(hooks ? { threads: THREADS, moduleUrl: HOOKS_MODULE, simd: 'simd128' }
+                                     : { threads: THREADS });
   afterEach(async () => {
     const nd = await loading;
     nd.waitAll();

@@ -54,10 +54,12 @@ test('npm pack, install the tarball in a fresh project, use it from require and 
     const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', tmp], pkgDir));
     const files = packed[0].files.map((f) => f.path).sort();
     for (const f of ['index.cjs', 'index.mjs', 'index.browser.mjs', 'index.d.ts', 'package.json', 'README.md',
-                     'dist/asyncnd.js', 'dist/asyncnd-api.mjs', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js']) {
+                     'dist/asyncnd.js', 'dist/asyncnd-api.mjs', 'dist/asyncnd.wasm', 'dist/asyncnd.worker.js',
+                     'dist/asyncnd-relaxed.js', 'dist/asyncnd-relaxed.wasm', 'dist/asyncnd-relaxed.worker.js']) {
       assert.ok(files.includes(f), `${f} in the tarball (${files.join(', ')})`);
     }
-    assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('testing/')), 'tests and their hooks are not shipped');
+    assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('testing/') || f.startsWith('tools/')),
+              'tests, their hooks and the build tools are not shipped');
     const tarball = path.join(tmp, packed[0].filename);
     const app = path.join(tmp, 'app');
     fs.mkdirSync(app);

@@ -1,6 +1,9 @@
 // The pieces of the portable GEMM (portable_gemm.cpp): packing op(A) into MR-row panels and op(B)
-// into NR-column panels, and the 4x8 micro-kernel that keeps a 4x8 block of C in eight f32x4
-// registers. Wider tiles (6x8, twelve accumulators) spill registers in V8 and run at half speed.
+// into NR-column panels, and the micro-kernel that keeps an MR x 8 block of C in f32x4 registers:
+// 4x8 (eight accumulators) with mul + add, natively and in the SIMD128 WebAssembly module, where a
+// 6x8 tile (twelve accumulators plus a product) spills registers in V8 and runs at half speed; 6x8
+// with f32x4.relaxed_madd in the relaxed-SIMD module (-mrelaxed-simd), where no product register
+// is needed and the wider tile is the fastest measured (bench/README.md, "Relaxed SIMD").
 #pragma once
 
 #include <cstdint>
@@ -13,32 +16,39 @@ namespace gemm {
 
 using simd::f32x4;
 
-constexpr std::int64_t kMr = 4;  // rows of a micro-tile (a panel of packed A)
+#if defined(__wasm_relaxed_simd__)
+constexpr std::int64_t kMr = 6;  // rows of a micro-tile (a panel of packed A)
+#else
+constexpr std::int64_t kMr = 4;
+#endif
 constexpr std::int64_t kNr = 8;  // columns of a micro-tile (a panel of packed B): two f32x4
 
-// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of alpha * op(A) into ceil(mc / 4) panels,
-// each kc x 4 (element (i, p) of a panel at p * 4 + i); rows past mc are zero. op(A) is A, or
+// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of alpha * op(A) into ceil(mc / kMr)
+// panels, each kc x kMr (element (i, p) of a panel at p * kMr + i); rows past mc are zero. op(A) is A, or
 // A^T when trans_a. alpha is folded in here, as the reference does (alpha * a) * b.
 inline void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t i0,
                    std::int64_t mc, std::int64_t p0, std::int64_t kc, float alpha, float* out) {
   for (std::int64_t r = 0; r < mc; r += kMr) {
     const std::int64_t rows = mc - r < kMr ? mc - r : kMr;
     float* dst = out + r * kc;
-    if (trans_a) {  // op(A)(i, p) = a[p * lda + i]: four rows of a panel are contiguous in a
+    if (trans_a) {  // op(A)(i, p) = a[p * lda + i]: the rows of a panel are contiguous in a
       const float* src = a + p0 * lda + i0 + r;
       if (rows == kMr) {
-        for (std::int64_t p = 0; p < kc; ++p)
+        for (std::int64_t p = 0; p < kc; ++p) {
           simd::store(dst + p * kMr, simd::load(src + p * lda) * simd::splat(alpha));
+          for (std::int64_t i = 4; i < kMr; ++i) dst[p * kMr + i] = alpha * src[p * lda + i];
+        }
       } else {
         for (std::int64_t p = 0; p < kc; ++p)
           for (std::int64_t i = 0; i < kMr; ++i)
             dst[p * kMr + i] = i < rows ? alpha * src[p * lda + i] : 0.0f;
       }
-    } else {  // op(A)(i, p) = a[i * lda + p]: read four rows side by side
+    } else {  // op(A)(i, p) = a[i * lda + p]: read the panel's rows side by side
       const float* src = a + (i0 + r) * lda + p0;
       if (rows == kMr) {
-        // Four columns of the four rows at a time, transposed in registers (the scalar loop
-        // below took 3-4% of a 1000x1000 GEMM's time in wasm).
+        // Four columns of the first four rows at a time, transposed in registers (the scalar loop
+        // below took 3-4% of a 1000x1000 GEMM's time in wasm); rows 4 and 5 of a 6-row panel
+        // interleaved in pairs.
         const f32x4 va = simd::splat(alpha);
         std::int64_t p = 0;
         for (; p + 4 <= kc; p += 4) {
@@ -49,9 +59,18 @@ inline void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t 
           const f32x4 t2 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
           const f32x4 t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
           simd::store(dst + p * kMr, va * __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
-          simd::store(dst + p * kMr + 4, va * __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
-          simd::store(dst + p * kMr + 8, va * __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
-          simd::store(dst + p * kMr + 12, va * __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+          simd::store(dst + (p + 1) * kMr, va * __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+          simd::store(dst + (p + 2) * kMr, va * __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+          simd::store(dst + (p + 3) * kMr, va * __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+          if (kMr == 6) {
+            const f32x4 r4 = va * simd::load(src + 4 * lda + p), r5 = va * simd::load(src + 5 * lda + p);
+            const f32x4 lo = __builtin_shufflevector(r4, r5, 0, 4, 1, 5);
+            const f32x4 hi = __builtin_shufflevector(r4, r5, 2, 6, 3, 7);
+            simd::store_lo2(dst + p * kMr + 4, lo);
+            simd::store_lo2(dst + (p + 1) * kMr + 4, __builtin_shufflevector(lo, lo, 2, 3, 2, 3));
+            simd::store_lo2(dst + (p + 2) * kMr + 4, hi);
+            simd::store_lo2(dst + (p + 3) * kMr + 4, __builtin_shufflevector(hi, hi, 2, 3, 2, 3));
+          }
         }
         for (; p < kc; ++p)
           for (std::int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = alpha * src[i * lda + p];
@@ -102,7 +121,7 @@ inline void pack_b_panel(bool trans_b, const float* b, std::int64_t ldb, std::in
 // 0 overwrites without reading C, so NaNs there do not survive, as in BLAS); later k-blocks add.
 enum class Update { kOverwrite, kAdd, kScale };
 
-// c[i, j] <- acc[i, j] (+ c or + beta * c) for the rows < mr and columns < nr of one 4x8 tile.
+// c[i, j] <- acc[i, j] (+ c or + beta * c) for the rows < mr and columns < nr of one kMr x 8 tile.
 // acc[i] holds row i: columns 0-3 in acc[2 * i], 4-7 in acc[2 * i + 1].
 inline void store_tile(const f32x4* acc, float* c, std::int64_t ldc, std::int64_t mr,
                        std::int64_t nr, Update mode, float beta) {
@@ -143,6 +162,45 @@ inline void store_tile(const f32x4* acc, float* c, std::int64_t ldc, std::int64_
   }
 }
 
+#if defined(__wasm_relaxed_simd__)
+// One 6x8 tile of C with f32x4.relaxed_madd (simd::madd): twelve accumulators, two of B and one
+// broadcast of A, 15 of the 16 xmm registers V8 has on x86-64. Not inlined into the block loop
+// (whose own live values then made V8 spill: 23 GFLOP/s instead of 51) and not unrolled (by 2:
+// 36 GFLOP/s); bench/README.md, "Relaxed SIMD".
+__attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
+                         std::int64_t ldc, std::int64_t mr, std::int64_t nr, Update mode,
+                         float beta) {
+  f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
+  f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
+  f32x4 c40 = simd::zero(), c41 = simd::zero(), c50 = simd::zero(), c51 = simd::zero();
+#pragma clang loop unroll(disable)
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
+    f32x4 a = simd::splat(pa[0]);
+    c00 = simd::madd(a, b0, c00);
+    c01 = simd::madd(a, b1, c01);
+    a = simd::splat(pa[1]);
+    c10 = simd::madd(a, b0, c10);
+    c11 = simd::madd(a, b1, c11);
+    a = simd::splat(pa[2]);
+    c20 = simd::madd(a, b0, c20);
+    c21 = simd::madd(a, b1, c21);
+    a = simd::splat(pa[3]);
+    c30 = simd::madd(a, b0, c30);
+    c31 = simd::madd(a, b1, c31);
+    a = simd::splat(pa[4]);
+    c40 = simd::madd(a, b0, c40);
+    c41 = simd::madd(a, b1, c41);
+    a = simd::splat(pa[5]);
+    c50 = simd::madd(a, b0, c50);
+    c51 = simd::madd(a, b1, c51);
+    pa += kMr;
+    pb += kNr;
+  }
+  const f32x4 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+  store_tile(acc, c, ldc, mr, nr, mode, beta);
+}
+#else
 // One 4x8 tile of C: the sum over p < kc of a panel of packed A (kc x 4) times a panel of packed
 // B (kc x 8), combined with C by store_tile. The eight accumulators are named variables, not an
 // array, so that no compiler (V8's in particular) is tempted to keep them in memory.
@@ -194,6 +252,7 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
   const f32x4 acc[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
   store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
+#endif
 
 }  // namespace gemm
 }  // namespace kernels

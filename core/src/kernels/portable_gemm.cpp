@@ -1,10 +1,10 @@
-// portable_sgemm: blocked, packed row-major SGEMM on the 4x8 SIMD micro-kernel of
-// kernels/gemm_kernel.h, split across the engine's CPU workers. The GEMM of the WebAssembly build
+// portable_sgemm: blocked, packed row-major SGEMM on the 4x8 (6x8 with relaxed SIMD) micro-kernel
+// of kernels/gemm_kernel.h, split across the engine's CPU workers. The GEMM of the WebAssembly build
 // (no BLAS there) and of native builds without OpenBLAS.
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
 // parallel task owns a range of rows of C (or, when C is short and wide, a range of column
-// panels). A task packs an MC x KC block of op(A) into 4-row panels and runs the micro-kernel over
+// panels). A task packs an MC x KC block of op(A) into MR-row panels and runs the micro-kernel over
 // every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / 4 panels of A stream
 // past it from L2. Two cheaper paths skip the packing: tiny products (a direct loop) and thin ones
 // (fewer rows than a micro-tile: scaled rows of B added into C).
@@ -29,7 +29,8 @@ using g::kNr;
 // MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two threads
 // share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
 constexpr std::int64_t kKc = 512;  // depth of a packed block
-constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr)
+constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr: 4 or 6)
+static_assert(kMc % kMr == 0, "a packed block of A holds whole panels");
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
 // Flops a parallel chunk should at least carry, so a hand-off stays cheap (bench/README.md,
@@ -202,15 +203,25 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
   const std::int64_t mpanels = ceil_div(m, kMr);
   // Split the longer side of C, measured in micro-tiles (a row panel carries half the flops of a
   // column panel): every task then has enough rows or columns to keep the micro-kernel busy.
-  // Tasks of equal size (to one panel), as many as parallel_for makes chunks (4 per worker) but
-  // none under kChunkFlops: parallel_for's own chunking of the panels (ceil(n / chunks) each)
-  // left the last chunk short, and 2 threads at 1000x1000 then split the rows 512 / 488.
+  // As many tasks as parallel_for makes chunks (4 per worker), but none under kChunkFlops, each a
+  // whole number of panels (below: their sizes).
   const bool by_rows = 2 * mpanels >= npanels;
   const std::int64_t panels = by_rows ? mpanels : npanels;
   const std::int64_t tasks = std::min({panels, max_tasks, by_work});
-  eng.parallel_for(tasks, 1, [&pr, by_rows, panels, tasks](std::int64_t t0, std::int64_t t1) {
+  // Task sizes shrink linearly (guided scheduling): task t carries a share proportional to
+  // tasks - t, so the first are twice the equal share and the last a small one. Workers take tasks
+  // in order, so the last to finish ends with a short one. With equal tasks, a worker slower than
+  // the other (another process on its core, a Web Worker compiled later, the browser's own
+  // threads) was still in a full task while the other sat idle: traced in V8 with 2 workers at
+  // 1000x1000, the idle tail was 2-9 ms of 35-45 ms on a loaded machine and 1.5 ms of 27 on a
+  // quieter one; with shrinking tasks 0.2-3 ms and 0.7 ms (bench/README.md, "Two threads in V8").
+  const std::int64_t weight_sum = tasks * (tasks + 1) / 2;
+  auto task_begin = [panels, tasks, weight_sum](std::int64_t t) {  // panels before task t
+    return panels * (t * (2 * tasks - t + 1) / 2) / weight_sum;
+  };
+  eng.parallel_for(tasks, 1, [&pr, by_rows, task_begin](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t p0 = t * panels / tasks, p1 = (t + 1) * panels / tasks;
+      const std::int64_t p0 = task_begin(t), p1 = task_begin(t + 1);
       if (by_rows) {
         run_block(pr, p0 * kMr, std::min(p1 * kMr, pr.m), 0, pr.npanels);
       } else {

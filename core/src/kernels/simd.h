@@ -1,8 +1,8 @@
 // A thin 4-wide float SIMD layer on GCC/Clang vector extensions: the same source compiles to SSE
 // natively and to WebAssembly SIMD128 under Emscripten (-msimd128), with no intrinsics. Loads and
-// stores are unaligned (memcpy, which compiles to one movups / v128.load). There is no fused
-// multiply-add: SIMD128 in clang 14 has none, and mul + add keeps native and wasm results equal.
-// Host-only: CUDA code includes functors.h, never this header.
+// stores are unaligned (memcpy, which compiles to one movups / v128.load). No fused multiply-add,
+// except madd() in the relaxed-SIMD WebAssembly module: SIMD128 has none, and mul + add keeps
+// native and SIMD128 results equal. Host-only: CUDA code includes functors.h, never this header.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -26,8 +26,23 @@ inline f32x4 load(const float* p) {
   return v;
 }
 inline void store(float* p, f32x4 v) { __builtin_memcpy(p, &v, sizeof v); }
+// Stores lanes 0 and 1 (one movlps / v128.store64_lane).
+inline void store_lo2(float* p, f32x4 v) { __builtin_memcpy(p, &v, 2 * sizeof(float)); }
 inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
 inline f32x4 zero() { return f32x4{0.0f, 0.0f, 0.0f, 0.0f}; }
+
+// a * b + c. Compiled with -mrelaxed-simd (only the GEMM of wasm/'s relaxed module, which
+// wasm/tools/relaxed_opcodes.cjs finishes) it is one f32x4.relaxed_madd: fused (one rounding) or
+// not (two), as the hardware has it, so its results may differ from mul + add in the last bits.
+// Elsewhere mul + add, as written.
+inline f32x4 madd(f32x4 a, f32x4 b, f32x4 c) {
+#if defined(__wasm_relaxed_simd__)
+  // LLVM 14 names it f32x4.fma and emits the prototype's opcode; the build rewrites it.
+  return __builtin_wasm_fma_f32x4(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // Lane-wise select: mask lanes are all ones (take a) or all zeros (take b), as comparisons give.
 inline f32x4 select(i32x4 mask, f32x4 a, f32x4 b) {

@@ -1,5 +1,6 @@
 // Opens a page in headless Chromium (if installed), served with COOP/COEP from a folder, and
-// resolves with what the page POSTs to /result: for test/browser.test.js and test/package.test.js.
+// resolves with what the page POSTs to /result: for test/browser.test.js, test/package.test.js,
+// test/bundler.test.js and the browser benchmark (bench/browser/bench.mjs).
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -16,8 +17,9 @@ const types = {
 const skip = chromium ? false : 'SKIPPED: no Chromium (apt-get install chromium) on this machine';
 
 // Serves `root` as / with COOP/COEP, opens `page` (a path under it) in headless Chromium and
-// resolves with what the page POSTs to /result (rejects after 90 s without one).
-async function inChromium(root, page) {
+// resolves with what the page POSTs to /result (rejects after `timeoutMs`, 90 s by default,
+// without one). Each text the page POSTs to /log goes to `onLog` (default: ignored).
+async function inChromium(root, page, { timeoutMs = 90000, onLog = () => {} } = {}) {
   let resolveResult;
   const result = new Promise((r) => { resolveResult = r; });
   const server = http.createServer((req, res) => {
@@ -25,6 +27,12 @@ async function inChromium(root, page) {
       let body = '';
       req.on('data', (c) => { body += c; });
       req.on('end', () => { res.end('ok'); resolveResult(JSON.parse(body)); });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/log') {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => { res.end('ok'); onLog(body); });
       return;
     }
     const file = path.join(root, decodeURIComponent(new URL(req.url, 'http://x').pathname));
@@ -48,7 +56,7 @@ async function inChromium(root, page) {
   let timer;
   try {
     return await Promise.race([result, new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error('no result from the page within 90 s')), 90000);
+      timer = setTimeout(() => reject(new Error(`no result from the page within ${timeoutMs / 1000} s`)), timeoutMs);
     })]);
   } finally {
     clearTimeout(timer);

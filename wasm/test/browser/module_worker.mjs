@@ -9,7 +9,7 @@ try {
   a.delete();
   nd.waitAll();
   const st = nd.engine.stats();
-  postMessage({ arr, sum, workers: st.workers, live: st.liveArrays, bytes: st.bytesInUse });
+  postMessage({ arr, sum, workers: st.workers, simd: nd.simd, live: st.liveArrays, bytes: st.bytesInUse });
 } catch (e) {
   postMessage({ error: String((e && e.stack) || e) });
 }

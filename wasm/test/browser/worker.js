@@ -12,5 +12,5 @@ importScripts('../../dist/asyncnd.js', '../../index.cjs');
   a.delete();
   nd.waitAll();
   const st = nd.engine.stats();
-  postMessage({ sum, arr, text, error, live: st.liveArrays, bytes: st.bytesInUse });
+  postMessage({ sum, arr, text, error, simd: nd.simd, live: st.liveArrays, bytes: st.bytesInUse });
 })().catch((e) => postMessage({ error: String((e && e.stack) || e) }));
