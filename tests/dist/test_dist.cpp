@@ -203,6 +203,18 @@ void train_step(nn::Sequential& net, const NDArray& X, const NDArray& y) {
   l.backward();
 }
 
+// One step's global batch: n rows of f normal features, and n normal targets.
+struct Batch {
+  std::vector<float> xs, ys;
+};
+Batch random_batch(std::mt19937& gen, std::int64_t n, std::int64_t f) {
+  std::normal_distribution<float> normal;
+  Batch b{std::vector<float>(static_cast<std::size_t>(n * f)), std::vector<float>(static_cast<std::size_t>(n))};
+  for (float& v : b.xs) v = normal(gen);
+  for (float& v : b.ys) v = normal(gen);
+  return b;
+}
+
 NDArray rows(const std::vector<float>& host, std::int64_t features, std::int64_t begin, std::int64_t end) {
   std::vector<float> part(host.begin() + begin * features, host.begin() + end * features);
   return nd::from_vector(std::move(part), {end - begin, features});
@@ -229,11 +241,8 @@ TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in 
   nn::SGD ref_trainer(q, 0.05f);
 
   std::mt19937 gen(static_cast<unsigned>(test_seed()));
-  std::normal_distribution<float> normal;
   for (int step = 0; step < 4; ++step) {
-    std::vector<float> xs(static_cast<std::size_t>(N * F)), ys(static_cast<std::size_t>(N));
-    for (float& v : xs) v = normal(gen);
-    for (float& v : ys) v = normal(gen);
+    const auto [xs, ys] = random_batch(gen, N, F);
     const std::int64_t share = N / R, b = me * share, e = b + share;
     train_step(net, rows(xs, F, b, e), nd::from_vector(std::vector<float>(ys.begin() + b, ys.begin() + e), {share}));
     trainer.step(share);
@@ -277,11 +286,8 @@ TEST_CASE("dist: DistributedTrainer with parameters on a GPU goes through host m
   nn::SGD ref_trainer(q, 0.05f);
 
   std::mt19937 gen(static_cast<unsigned>(test_seed()) + 1);
-  std::normal_distribution<float> normal;
   for (int step = 0; step < 3; ++step) {
-    std::vector<float> xs(static_cast<std::size_t>(N * F)), ys(static_cast<std::size_t>(N));
-    for (float& v : xs) v = normal(gen);
-    for (float& v : ys) v = normal(gen);
+    const auto [xs, ys] = random_batch(gen, N, F);
     const std::int64_t share = N / R, b = me * share, e = b + share;
     const NDArray y = nd::from_vector(std::vector<float>(ys.begin() + b, ys.begin() + e), {share});
     train_step(net, rows(xs, F, b, e).copy_to(gpu), y.copy_to(gpu));

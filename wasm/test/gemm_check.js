@@ -19,7 +19,7 @@
     [100, 33, 99, true, true], [97, 1030, 41, true, false], [200, 50, 3, false, true],
   ];
 
-  function rng(seed) {  // mulberry32, as test/helpers.js
+  function rng(seed) {  // mulberry32 (test/helpers.js uses this one)
     let s = seed >>> 0;
     return () => {
       s = (s + 0x6d2b79f5) >>> 0;
@@ -67,6 +67,6 @@
     return { cases: CASES.length, worst, failures, values };
   }
 
-  if (typeof module === 'object' && module.exports) module.exports = { gemmCheck, CASES };
+  if (typeof module === 'object' && module.exports) module.exports = { gemmCheck, rng, CASES };
   else root.gemmCheck = gemmCheck;
 })(typeof globalThis !== 'undefined' ? globalThis : this);

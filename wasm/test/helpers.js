@@ -79,17 +79,9 @@ function assertClose(actual, expected, rtol = 1e-5, atol = 1e-6, what = 'values'
   }
 }
 
-// A seeded generator for test inputs (mulberry32); prints the seed so a failure reproduces.
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// A seeded generator for test inputs (mulberry32): gemm_check.js's, which the browser tests load
+// too.
+const { rng } = require('./gemm_check.js');
 function testSeed(name) {
   const seed = Number(process.env.ASYNCND_TEST_SEED || 20261122);
   console.log(`[seed] ${name}: ASYNCND_TEST_SEED=${seed}`);
