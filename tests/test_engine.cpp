@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine_impl.h"  // detail::EngineAccess (core/src: internal)
 #include "test_util.h"
@@ -198,6 +200,45 @@ TEST_CASE("waits from inside an op are refused, not deadlocked", "[engine][error
   eng.push([&] { eng.push([&] { x = 5; }, {}, {w}); }, {}, {v});
   eng.waitall();
   CHECK(x == 5);
+}
+
+TEST_CASE("wait_to_read sees the write and its error whether the waiter spins, parks, or its spin "
+          "ends as the write does", "[engine]") {
+  // The waiter spins for about 50 us (kWaitSpin in engine_impl.cpp), then parks: writes shorter,
+  // longer and about as long as that exercise the three ways a WaitSignal is met.
+  const std::vector<int> durations_us = {0, 5, 30, 40, 45, 50, 55, 60, 80, 2000};
+  const int rounds = static_cast<int>(asyncnd_test::scaled(60, 6));
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  Var v = eng.new_var();
+  int value = -1;  // written by the op, read after the wait: TSan checks the hand-off
+  int step = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int us : durations_us) {
+      ++step;
+      const bool fail = step % 3 == 0;
+      eng.push(
+          [&value, step, us, fail] {
+            const auto until = clk::now() + std::chrono::microseconds(us);
+            while (clk::now() < until) {
+            }
+            value = step;
+            if (fail) throw std::runtime_error("write " + std::to_string(step) + " failed");
+          },
+          {}, {v});
+      INFO("step " << step << ", a write of " << us << " us");
+      if (fail) {
+        CHECK_THROWS_WITH(eng.wait_to_read(v), Catch::Contains("write " + std::to_string(step) + " failed"));
+      } else {
+        CHECK_NOTHROW(eng.wait_to_read(v));
+      }
+      CHECK(value == step);
+    }
+  }
+  eng.delete_var(v);
+  try {
+    eng.waitall();
+  } catch (const Error&) {  // the failures may be listed for waitall too: not this test's point
+  }
 }
 
 TEST_CASE("deletion is deferred until every earlier use has finished", "[engine]") {

@@ -567,11 +567,33 @@ void EngineImpl::run_wait(OprBlock* op) {
   free_op(op);
   notify_done_waiters();  // a deletion it released may unblock a bounded push
   dispatch_all(ready);
-  // Last: once done is set the waiter may return and its stack, holding s, goes away.
-  std::lock_guard<std::mutex> lk(s->mu);
-  s->error = err;
-  s->done.store(true, std::memory_order_release);
-  s->cv.notify_one();
+  s->set(std::move(err));  // last: the waiter may return and its stack, holding s, go away
+}
+
+void WaitSignal::set(ErrorRef err) {
+  if (err) error = std::move(err);
+  if (state.exchange(kReady, std::memory_order_acq_rel) != kSleeping) return;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    cv.notify_one();
+  }
+  released.store(true, std::memory_order_release);
+}
+
+ErrorRef WaitSignal::wait(std::chrono::microseconds spin) {
+  auto ready = [this] { return state.load(std::memory_order_acquire) == kReady; };
+  if (spin_until(ready, spin)) return error;
+  std::unique_lock<std::mutex> lk(mu);
+  int expected = kWaiting;
+  if (!state.compare_exchange_strong(expected, kSleeping, std::memory_order_acq_rel)) {
+    return error;  // set between the spin and here, before it could see kSleeping: it is done
+  }
+  cv.wait(lk, ready);
+  lk.unlock();
+  // The signaller notified under mu and now sets released: a few instructions, unless it lost
+  // its core in between.
+  while (!released.load(std::memory_order_acquire)) std::this_thread::yield();
+  return error;
 }
 
 void EngineImpl::wait_to_read(const Var& var) {
@@ -600,10 +622,7 @@ void EngineImpl::wait_to_read(const Var& var) {
       else v->head = &op->acc[0];
       v->tail = &op->acc[0];
       lk.unlock();
-      spin_until([&] { return sig.done.load(std::memory_order_acquire); }, kWaitSpin);
-      std::unique_lock<std::mutex> slk(sig.mu);
-      sig.cv.wait(slk, [&] { return sig.done.load(std::memory_order_acquire); });
-      err = sig.error;
+      err = sig.wait(kWaitSpin);
     }
   }
   if (err) throw Error(*err);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -71,13 +72,24 @@ struct VarBlock {
 
 enum class OpKind : std::uint8_t { kNormal, kWait };
 
-// Set by a wait op, waited on by the thread in wait_to_read. Lives on the waiter's stack; the
-// signaller touches it only under mu, so the waiter may return once it holds mu with done set.
+// Set once by a wait op (on a worker), waited on by the thread in wait_to_read; lives on the
+// waiter's stack. The waiter spins on `state`, alone on its cache line so that nothing else the
+// signaller writes pulls the line away from the spinner, and parks on cv only after saying so
+// (kSleeping, under mu); only then does the signaller take mu and notify. The signaller's last
+// touch is the exchange to kReady, or, when the waiter slept, `released`: the waiter returns only
+// after it, so its stack never goes away under the signaller. (Before this, the waiter took mu
+// after every wait and met the signaller still holding it: a futex sleep and wake-up on a wait
+// that had already finished; bench/README.md, "The wait round trip on the Intel Xeon".)
 struct WaitSignal {
-  std::mutex mu;
+  enum : int { kWaiting, kSleeping, kReady };
+  alignas(64) std::atomic<int> state{kWaiting};
+  alignas(64) std::mutex mu;
   std::condition_variable cv;
-  std::atomic<bool> done{false};
-  ErrorRef error;
+  std::atomic<bool> released{false};
+  ErrorRef error;  // written before state becomes kReady
+
+  void set(ErrorRef err);                         // the signaller, once
+  ErrorRef wait(std::chrono::microseconds spin);  // the waiter: spins up to `spin`, then parks
 };
 
 struct OprBlock {
