@@ -1,9 +1,9 @@
 // The pieces of the portable GEMM (portable_gemm.cpp): packing op(A) into MR-row panels and op(B)
 // into NR-column panels, and the micro-kernel that keeps an MR x 8 block of C in f32x4 registers:
-// 4x8 (eight accumulators) with mul + add, natively and in the SIMD128 WebAssembly module, where a
-// 6x8 tile (twelve accumulators plus a product) spills registers in V8 and runs at half speed; 6x8
-// with f32x4.relaxed_madd in the relaxed-SIMD module (-mrelaxed-simd), where no product register
-// is needed and the wider tile is the fastest measured (bench/README.md, "Relaxed SIMD").
+// 4x8 (eight accumulators) with mul + add natively; 5x8 with mul + add in the SIMD128 WebAssembly
+// module (the widest tile that fits V8's 16 xmm registers with a product register: 6x8 spilled and
+// ran at half speed); 6x8 with f32x4.relaxed_madd in the relaxed-SIMD module (-mrelaxed-simd),
+// where no product register is needed (bench/README.md, "Portable GEMM" and "Relaxed SIMD").
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,8 @@ using simd::f32x4;
 
 #if defined(__wasm_relaxed_simd__)
 constexpr std::int64_t kMr = 6;  // rows of a micro-tile (a panel of packed A)
+#elif defined(__wasm_simd128__)
+constexpr std::int64_t kMr = 5;
 #else
 constexpr std::int64_t kMr = 4;
 #endif
@@ -62,6 +64,9 @@ inline void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t 
           simd::store(dst + (p + 1) * kMr, va * __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
           simd::store(dst + (p + 2) * kMr, va * __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
           simd::store(dst + (p + 3) * kMr, va * __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+          if (kMr == 5) {
+            for (std::int64_t q = 0; q < 4; ++q) dst[(p + q) * kMr + 4] = alpha * src[4 * lda + p + q];
+          }
           if (kMr == 6) {
             const f32x4 r4 = va * simd::load(src + 4 * lda + p), r5 = va * simd::load(src + 5 * lda + p);
             const f32x4 lo = __builtin_shufflevector(r4, r5, 0, 4, 1, 5);
@@ -200,6 +205,42 @@ __attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float*
   const f32x4 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
   store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
+#elif defined(__wasm_simd128__)
+// One 5x8 tile of C with a multiply and an add per f32x4 (SIMD128 has no fused multiply-add): ten
+// accumulators, two of B, one broadcast of A and one product, 14 of the 16 xmm registers V8 has
+// on x86-64. Not inlined into the block loop and not unrolled, like the relaxed 6x8 kernel: a
+// 4x8 tile unrolled by two and inlined ran 21 GFLOP/s in Chromium 156 on AMD EPYC Zen 5, this one
+// 30 (bench/README.md, "Portable GEMM").
+__attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
+                                                   std::int64_t ldc, std::int64_t mr, std::int64_t nr,
+                                                   Update mode, float beta) {
+  f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
+  f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
+  f32x4 c40 = simd::zero(), c41 = simd::zero();
+#pragma clang loop unroll(disable)
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
+    f32x4 a = simd::splat(pa[0]);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = simd::splat(pa[1]);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = simd::splat(pa[2]);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = simd::splat(pa[3]);
+    c30 += a * b0;
+    c31 += a * b1;
+    a = simd::splat(pa[4]);
+    c40 += a * b0;
+    c41 += a * b1;
+    pa += kMr;
+    pb += kNr;
+  }
+  const f32x4 acc[10] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41};
+  store_tile(acc, c, ldc, mr, nr, mode, beta);
+}
 #else
 // One 4x8 tile of C: the sum over p < kc of a panel of packed A (kc x 4) times a panel of packed
 // B (kc x 8), combined with C by store_tile. The eight accumulators are named variables, not an
@@ -209,16 +250,14 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
                          float beta) {
   f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
-  // Unrolled by 2 under clang (the wasm build): faster in V8 than no unrolling, and by 4 V8 spills
-  // registers (bench/README.md, "Portable GEMM").
+  // Unrolled by 2 under clang (measured in V8 when this was also the wasm kernel; by 4, V8 spilled
+  // registers: bench/README.md, "Portable GEMM"); gcc, the usual native compiler, does not unroll.
 #if defined(__clang__)
 #pragma clang loop unroll_count(2)
 #endif
   for (std::int64_t p = 0; p < kc; ++p) {
     const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
-#if !defined(__wasm_simd128__)
     // SSE: one load of the four A values and a shuffle each (pshufd) beats four movss + shufps.
-    // In wasm, f32x4.splat of a load becomes one vbroadcastss from memory in V8: kept there.
     const f32x4 av = simd::load(pa);
     f32x4 a = __builtin_shufflevector(av, av, 0, 0, 0, 0);
     c00 += a * b0;
@@ -232,20 +271,6 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
     a = __builtin_shufflevector(av, av, 3, 3, 3, 3);
     c30 += a * b0;
     c31 += a * b1;
-#else
-    f32x4 a = simd::splat(pa[0]);
-    c00 += a * b0;
-    c01 += a * b1;
-    a = simd::splat(pa[1]);
-    c10 += a * b0;
-    c11 += a * b1;
-    a = simd::splat(pa[2]);
-    c20 += a * b0;
-    c21 += a * b1;
-    a = simd::splat(pa[3]);
-    c30 += a * b0;
-    c31 += a * b1;
-#endif
     pa += kMr;
     pb += kNr;
   }

@@ -29,7 +29,7 @@ using g::kNr;
 // MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two threads
 // share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
 constexpr std::int64_t kKc = 512;  // depth of a packed block
-constexpr std::int64_t kMc = 96;   // rows of a packed block of A (a multiple of kMr: 4 or 6)
+constexpr std::int64_t kMc = 96 / kMr * kMr;  // rows of a packed block of A: 96, or 95 (kMr 5)
 static_assert(kMc % kMr == 0, "a packed block of A holds whole panels");
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
