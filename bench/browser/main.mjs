@@ -115,9 +115,10 @@ try {
     for (let k = 0; k < configs.length; ++k) {
       const i = (k + 2 * round) % configs.length, cfg = configs[i], lib = out.libs[cfg.key];
       await sleep(PAUSE_MS);  // the previous Worker's threads stop spinning
-      const { ms, samples: got } = await workers[i].call('gemm', { reps: REPS, samples });
+      const { ms, samples: got, readMs } = await workers[i].call('gemm', { reps: REPS, samples });
       lib.worstRelError = Math.max(lib.worstRelError, check(cfg, got));
       lib.ms.push(...ms);
+      if (readMs) (lib.readMs = lib.readMs || []).push(...readMs);
       log(`round ${round + 1} ${cfg.key}: median ${median(ms).toFixed(1)} ms`);
     }
   }

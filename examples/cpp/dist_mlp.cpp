@@ -61,6 +61,16 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--bucket-mb" && i + 1 < argc)
       options.bucket_bytes = static_cast<std::size_t>(std::atof(argv[++i]) * (1 << 20));
+    else {
+      const bool help = a == "--help" || a == "-h";
+      if (dist::rank() == 0) {
+        if (!help) std::fprintf(stderr, "dist_mlp: unknown or incomplete argument '%s'\n", a.c_str());
+        std::fprintf(help ? stdout : stderr,
+                     "usage: mpirun -np R dist_mlp [--batches N (10)] [--warmup N (10)] "
+                     "[--trace PREFIX] [--json FILE] [--bucket-mb MB (25)]\n");
+      }
+      return help ? 0 : 2;
+    }
   }
   const int rank = dist::rank(), size = dist::size();
   if (batches < 1 || warmup < 0) {
