@@ -116,6 +116,17 @@ if(ASYNCND_BUILD_EXAMPLES)
   add_executable(example_dist_mlp examples/cpp/dist_mlp.cpp)
   asyncnd_target_defaults(example_dist_mlp)
   target_link_libraries(example_dist_mlp PRIVATE asyncnd_dist)
+  if(ASYNCND_BUILD_TESTS)
+    # The example as make demo-dist runs it, shortened: two ranks, two timed batches, its report.
+    add_test(NAME example_dist_mlp
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${ASYNCND_MPIEXEC_FLAGS}
+                     ${MPIEXEC_PREFLAGS} $<TARGET_FILE:example_dist_mlp> ${MPIEXEC_POSTFLAGS}
+                     --batches 2 --warmup 1)
+    # Judged by its exit status (a PASS_REGULAR_EXPRESSION would override that), and by no error
+    # in its output.
+    set_tests_properties(example_dist_mlp PROPERTIES TIMEOUT 120 ENVIRONMENT "${ASYNCND_MPI_ENV}"
+                         FAIL_REGULAR_EXPRESSION "[Ee]rror|abort|terminate")
+  endif()
 endif()
 if(ASYNCND_BUILD_BENCH)
   add_executable(bench_dist bench/dist/dist.cpp)
