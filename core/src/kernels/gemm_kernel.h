@@ -167,14 +167,19 @@ inline void store_tile(const f32x4* acc, float* c, std::int64_t ldc, std::int64_
   }
 }
 
-#if defined(__wasm_relaxed_simd__)
-// One 6x8 tile of C with f32x4.relaxed_madd (simd::madd): twelve accumulators, two of B and one
-// broadcast of A, 15 of the 16 xmm registers V8 has on x86-64. Not inlined into the block loop
-// (whose own live values then made V8 spill: 23 GFLOP/s instead of 51) and not unrolled (by 2:
-// 36 GFLOP/s); bench/README.md, "Relaxed SIMD".
+#if defined(__wasm_simd128__)
+// One kMr x 8 tile of C in the WebAssembly modules, each k step a simd::madd per accumulator:
+// 6x8 with f32x4.relaxed_madd in the relaxed module (twelve accumulators, two of B and one
+// broadcast of A: 15 of the 16 xmm registers V8 has on x86-64); 5x8 with a multiply and an add in
+// the SIMD128 one (ten accumulators and a product register: 14). Not inlined into the block loop
+// (whose own live values then made V8 spill: 23 GFLOP/s instead of 51 for the relaxed tile) and
+// not unrolled (by 2: 36); the SIMD128 4x8 tile that was inlined and unrolled by 2 ran 21 GFLOP/s
+// in Chromium 156 on AMD EPYC Zen 5, this one 30 (bench/README.md, "Relaxed SIMD" and "Portable
+// GEMM"). Row 5 exists only in the 6-row tile (the compiler drops it from the 5-row one).
 __attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
-                         std::int64_t ldc, std::int64_t mr, std::int64_t nr, Update mode,
-                         float beta) {
+                                                   std::int64_t ldc, std::int64_t mr, std::int64_t nr,
+                                                   Update mode, float beta) {
+  static_assert(kMr == 5 || kMr == 6, "the wasm micro-kernel has 5 or 6 rows");
   f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
   f32x4 c40 = simd::zero(), c41 = simd::zero(), c50 = simd::zero(), c51 = simd::zero();
@@ -196,49 +201,19 @@ __attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float*
     a = simd::splat(pa[4]);
     c40 = simd::madd(a, b0, c40);
     c41 = simd::madd(a, b1, c41);
-    a = simd::splat(pa[5]);
-    c50 = simd::madd(a, b0, c50);
-    c51 = simd::madd(a, b1, c51);
+    if constexpr (kMr == 6) {
+      a = simd::splat(pa[5]);
+      c50 = simd::madd(a, b0, c50);
+      c51 = simd::madd(a, b1, c51);
+    }
     pa += kMr;
     pb += kNr;
   }
-  const f32x4 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-  store_tile(acc, c, ldc, mr, nr, mode, beta);
-}
-#elif defined(__wasm_simd128__)
-// One 5x8 tile of C with a multiply and an add per f32x4 (SIMD128 has no fused multiply-add): ten
-// accumulators, two of B, one broadcast of A and one product, 14 of the 16 xmm registers V8 has
-// on x86-64. Not inlined into the block loop and not unrolled, like the relaxed 6x8 kernel: a
-// 4x8 tile unrolled by two and inlined ran 21 GFLOP/s in Chromium 156 on AMD EPYC Zen 5, this one
-// 30 (bench/README.md, "Portable GEMM").
-__attribute__((noinline)) inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
-                                                   std::int64_t ldc, std::int64_t mr, std::int64_t nr,
-                                                   Update mode, float beta) {
-  f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
-  f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
-  f32x4 c40 = simd::zero(), c41 = simd::zero();
-#pragma clang loop unroll(disable)
-  for (std::int64_t p = 0; p < kc; ++p) {
-    const f32x4 b0 = simd::load(pb), b1 = simd::load(pb + 4);
-    f32x4 a = simd::splat(pa[0]);
-    c00 += a * b0;
-    c01 += a * b1;
-    a = simd::splat(pa[1]);
-    c10 += a * b0;
-    c11 += a * b1;
-    a = simd::splat(pa[2]);
-    c20 += a * b0;
-    c21 += a * b1;
-    a = simd::splat(pa[3]);
-    c30 += a * b0;
-    c31 += a * b1;
-    a = simd::splat(pa[4]);
-    c40 += a * b0;
-    c41 += a * b1;
-    pa += kMr;
-    pb += kNr;
+  f32x4 acc[2 * kMr] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41};
+  if constexpr (kMr == 6) {
+    acc[10] = c50;
+    acc[11] = c51;
   }
-  const f32x4 acc[10] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41};
   store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
 #else

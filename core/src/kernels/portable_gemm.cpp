@@ -1,11 +1,12 @@
-// portable_sgemm: blocked, packed row-major SGEMM on the 4x8 (6x8 with relaxed SIMD) micro-kernel
-// of kernels/gemm_kernel.h, split across the engine's CPU workers. The GEMM of the WebAssembly build
-// (no BLAS there) and of native builds without OpenBLAS.
+// portable_sgemm: blocked, packed row-major SGEMM on the MR x 8 micro-kernel of
+// kernels/gemm_kernel.h (4x8 natively, 5x8 in the SIMD128 wasm module, 6x8 with relaxed SIMD),
+// split across the engine's CPU workers. The GEMM of the WebAssembly build (no BLAS there) and of
+// native builds without OpenBLAS.
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
 // parallel task owns a range of rows of C (or, when C is short and wide, a range of column
 // panels). A task packs an MC x KC block of op(A) into MR-row panels and runs the micro-kernel over
-// every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / 4 panels of A stream
+// every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / MR panels of A stream
 // past it from L2. Two cheaper paths skip the packing: tiny products (a direct loop) and thin ones
 // (fewer rows than a micro-tile: scaled rows of B added into C).
 #include <algorithm>
