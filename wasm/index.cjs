@@ -873,16 +873,13 @@ function loadClassicScript(url) {
 // loaded first, with a <script> tag or importScripts; dist/asyncnd-relaxed.js is loaded here
 // when picked and not loaded yet).
 async function moduleFactory(variant, moduleUrl) {
+  // Literal requires, which a bundler sees and resolves.
+  const requireDist = () => (variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js'));
   // module.require for another build: a bundler sees only the literal requires of dist/.
-  if (isNode) {
-    if (moduleUrl) return module.require(nodeModulePath(moduleUrl, variant));
-    return variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js');
-  }
+  if (isNode) return moduleUrl ? module.require(nodeModulePath(moduleUrl, variant)) : requireDist();
   const name = VARIANTS[variant].factory;
   if (typeof globalThis[name] === 'function') return globalThis[name];
-  if (typeof require === 'function') {
-    return variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js');
-  }
+  if (typeof require === 'function') return requireDist();
   const url = browserModuleUrl(moduleUrl, variant);
   if (variant === 'relaxed' && url && (typeof importScripts === 'function' || typeof document !== 'undefined')) {
     await loadClassicScript(url);
