@@ -21,7 +21,9 @@
 // include path; without it (a stand-alone build) OpenBLAS's own getters stand in.
 #if __has_include("cpu/cpu_backend.h") || !ASYNCND_HAVE_OPENBLAS
 #include "cpu/cpu_backend.h"
+#include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
+#include "cpu/gemm_threads.h"
 #define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
 #endif
 
@@ -269,8 +271,8 @@ void bench_sgemm() {
 
 // The fastest correct 1000^3 SGEMM this CPU has, found in the same run: OpenBLAS with each core
 // type that applies to this CPU, each in a child process with OPENBLAS_CORETYPE set (OpenBLAS
-// reads it when it loads), checked with the backend's self-test; the portable GEMM's figure
-// (portable_sgemm1000_2t_gflops) joins them.
+// reads it when it loads), checked with the backend's self-test; our own GEMMs' figures
+// (portable_sgemm1000_2t_gflops, avx512_sgemm1000_2t_gflops) join them.
 
 // In the child: one kernel, as OpenBLAS loaded it. Prints "core=<name> gflops=<x> selftest=<ok|..>".
 int gemm_kernel_child() {
@@ -337,37 +339,80 @@ void record_best_kernel() {
   g_best_kernel = best->name;
 }
 
-// The portable GEMM (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the
-// WebAssembly build) on the same 1000x1000 product, inside an engine op as nd::dot runs it, with
-// the engine set to 1 and then 2 workers (the op's worker plus idle ones split the rows of C).
-void bench_portable_sgemm() {
-  heading("portable SGEMM 1000x1000x1000 (detail::portable_sgemm, 4x8 kernel, 128-bit vectors) in an engine op");
+// Our own GEMMs on the same 1000x1000 product, inside an engine op as nd::dot runs it, with the
+// engine set to 1 and then 2 workers (the op's worker plus idle ones split the rows of C): the
+// portable one (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the WebAssembly
+// build) and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile). The 2-worker figures join
+// the kernel sweep.
+void bench_own_sgemm() {
+  heading("our SGEMMs 1000x1000x1000 in an engine op: portable (4x8, 128-bit) and avx512 (12x32)");
   const int n = 1000, kReps = 9;
   const double flop = 2.0 * n * n * n;
   std::vector<float> ha = nd::random_normal({n, n}).to_vector();
   std::vector<float> hb = nd::random_normal({n, n}).to_vector();
   std::vector<float> hc(static_cast<std::size_t>(n) * n);
-  for (int threads : {1, 2}) {
-    configure_engine({EngineKind::kThreaded, threads});
-    Engine& eng = engine();
-    Var v = eng.new_var();
-    auto run = [&] {
-      eng.push([&] { detail::portable_sgemm(false, false, n, n, n, 1.0f, ha.data(), n, hb.data(),
-                                            n, 0.0f, hc.data(), n); },
-               {}, {v});
-      eng.wait_to_read(v);
-    };
-    run();  // warm-up: first touch of the packing buffers and of C
-    std::vector<double> g;
-    for (int r = 0; r < kReps; ++r) {
-      auto t0 = Clock::now();
-      run();
-      g.push_back(flop / since(t0) * 1e-9);
+  struct Own {
+    const char* name;
+    void (*fn)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
+               std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, bool);
+  };
+  std::vector<Own> gemms = {{"portable", [](bool ta, bool tb, std::int64_t m, std::int64_t nn,
+                                            std::int64_t k, float alpha, const float* a,
+                                            std::int64_t lda, const float* b, std::int64_t ldb,
+                                            float beta, float* c, std::int64_t ldc, bool) {
+                               detail::portable_sgemm(ta, tb, m, nn, k, alpha, a, lda, b, ldb,
+                                                      beta, c, ldc);
+                             }}};
+#if ASYNCND_HAVE_AVX512_GEMM
+  if (detail::cpu_features().avx512) {
+    // Counted only once right here, as every kernel of the sweep (the backend's self-test).
+    const std::string test = detail::gemm_self_test(
+        [](bool ta, bool tb, std::int64_t m, std::int64_t nn, std::int64_t k, float alpha,
+           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+           float* c, std::int64_t ldc) {
+          detail::avx512_sgemm(ta, tb, m, nn, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        });
+    if (test.empty()) {
+      gemms.push_back({"avx512", detail::avx512_sgemm});
+    } else {
+      std::printf("  avx512: self-test failed, not counted: %s\n", test.c_str());
     }
-    eng.delete_var(v);
-    const std::string key = "portable_sgemm1000_" + std::to_string(threads) + "t_gflops";
-    record(key, median(g), "engine with " + std::to_string(threads) + " worker(s), median of 9");
-    if (threads == 2) g_kernels.push_back({"portable, 2 workers", median(g)});
+  }
+#endif
+  for (const Own& own : gemms) {
+    // The portable GEMM splits across the engine's workers: 1, then 2. The AVX-512 one has threads
+    // of its own (every core, as OpenBLAS): once, with the engine as configured.
+    const bool portable = std::string(own.name) == "portable";
+    for (int threads : portable ? std::vector<int>{1, 2} : std::vector<int>{0}) {
+      configure_engine(portable ? EngineOptions{EngineKind::kThreaded, threads}
+                                : EngineOptions::from_env());
+      Engine& eng = engine();
+      Var v = eng.new_var();
+      auto run = [&] {
+        eng.push([&] { own.fn(false, false, n, n, n, 1.0f, ha.data(), n, hb.data(), n, 0.0f,
+                              hc.data(), n, false); },
+                 {}, {v});
+        eng.wait_to_read(v);
+      };
+      run();  // warm-up: first touch of the packing buffers and of C
+      std::vector<double> g;
+      for (int r = 0; r < kReps; ++r) {
+        auto t0 = Clock::now();
+        run();
+        g.push_back(flop / since(t0) * 1e-9);
+      }
+      eng.delete_var(v);
+      if (portable) {
+        const std::string key = "portable_sgemm1000_" + std::to_string(threads) + "t_gflops";
+        record(key, median(g), "engine with " + std::to_string(threads) + " worker(s), median of 9");
+        if (threads == 2) g_kernels.push_back({"portable, 2 workers", median(g)});
+      } else {
+        record("avx512_sgemm1000_gflops", median(g),
+               "its own " + std::to_string(detail::GemmThreads::instance().threads()) +
+                   " threads, median of 9");
+        g_kernels.push_back({"asyncnd avx512", median(g)});
+      }
+    }
   }
   configure_engine(EngineOptions::from_env());
 }
@@ -668,7 +713,7 @@ int main(int argc, char** argv) {
         bench_sgemm();
         bench_gemm_sweep();
 #endif
-        bench_portable_sgemm();
+        bench_own_sgemm();
         record_best_kernel();
       }
     } catch (const std::exception& e) {
@@ -701,7 +746,7 @@ int main(int argc, char** argv) {
 #else
     std::fprintf(stderr, "bench_native: built without OpenBLAS: no sgemm1000_* figures\n");
 #endif
-    bench_portable_sgemm();
+    bench_own_sgemm();
     record_best_kernel();
     bench_e1();
     bench_e6();

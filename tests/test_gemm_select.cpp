@@ -11,6 +11,7 @@
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
+#include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
 
 #if ASYNCND_HAVE_OPENBLAS
@@ -76,8 +77,9 @@ TEST_CASE("gemm selection: ASYNCND_GEMM values, and a clear error for a bad one"
   CHECK(gemm_choice_from_env("auto", true) == GemmChoice::kAuto);
   CHECK(gemm_choice_from_env("openblas", true) == GemmChoice::kOpenblas);
   CHECK(gemm_choice_from_env("portable", false) == GemmChoice::kPortable);
+  CHECK(gemm_choice_from_env("avx512", false) == GemmChoice::kAvx512);
   CHECK_THROWS_WITH(gemm_choice_from_env("fast", true),
-                    "ASYNCND_GEMM: unknown GEMM 'fast' (expected auto, openblas or portable)");
+                    "ASYNCND_GEMM: unknown GEMM 'fast' (expected auto, openblas, portable or avx512)");
   CHECK_THROWS_WITH(gemm_choice_from_env("OpenBLAS", true), Catch::Contains("'OpenBLAS'"));
   CHECK_THROWS_WITH(gemm_choice_from_env("openblas", false),
                     Catch::StartsWith("ASYNCND_GEMM=openblas: this build has no OpenBLAS"));
@@ -119,7 +121,11 @@ TEST_CASE("gemm selection: cpu_gemm() says what runs and why", "[gemm][select]")
   CHECK_FALSE(g.reason.empty());
 #if ASYNCND_HAVE_OPENBLAS
   if (std::getenv("ASYNCND_GEMM") == nullptr) {
-    CHECK(g.kernel == "openblas " + std::string(openblas_get_corename()));
+    const std::string core = openblas_get_corename();
+    // Ours exactly where OpenBLAS's kernel leaves the CPU's AVX-512 unused.
+    const bool ours = ASYNCND_HAVE_AVX512_GEMM && asyncnd::detail::cpu_features().avx512 &&
+                      !asyncnd::detail::is_avx512_core(core);
+    CHECK(g.kernel == (ours ? std::string("avx512") : "openblas " + core));
   }
 #endif
 }
@@ -148,7 +154,12 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
   CHECK(line_after(out, "dotsum=") == "54");
 #if ASYNCND_HAVE_OPENBLAS
   const CpuFeatures cpu = asyncnd::detail::cpu_features();
-  if (cpu.avx2 && cpu.fma) {
+  if (cpu.avx512 && ASYNCND_HAVE_AVX512_GEMM) {
+    // OpenBLAS with an AVX-512 kernel, or ours.
+    const bool wide = kernel == "avx512" || (kernel.rfind("openblas ", 0) == 0 &&
+                                             asyncnd::detail::is_avx512_core(kernel.substr(9)));
+    CHECK(wide);
+  } else if (cpu.avx2 && cpu.fma) {
     REQUIRE(kernel.rfind("openblas ", 0) == 0);
     CHECK_FALSE(is_fallback_core(kernel.substr(9)));
   } else {
@@ -160,7 +171,17 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
   CHECK(line_after(out, "dotsum=") == "54");
   out = run_child("ASYNCND_GEMM=blis", "gemm selection: report (child)", &status);
   CHECK(line_after(out, "error=") ==
-        "ASYNCND_GEMM: unknown GEMM 'blis' (expected auto, openblas or portable)");
+        "ASYNCND_GEMM: unknown GEMM 'blis' (expected auto, openblas, portable or avx512)");
+  // ASYNCND_GEMM=avx512: ours where the CPU has AVX-512, else a clear error.
+  out = run_child("ASYNCND_GEMM=avx512", "gemm selection: report (child)", &status);
+  if (asyncnd::detail::cpu_features().avx512 && ASYNCND_HAVE_AVX512_GEMM) {
+    CHECK(line_after(out, "kernel=") == "avx512");
+    CHECK(line_after(out, "dotsum=") == "54");
+  } else {
+    CHECK(line_after(out, "error=") ==
+          "ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, openblas or "
+          "portable");
+  }
 }
 
 #if ASYNCND_HAVE_OPENBLAS
@@ -213,5 +234,45 @@ TEST_CASE("gemm selection: on a simulated fallback load, auto moves OpenBLAS to 
   }
   REQUIRE(switch_openblas_core(original));
   CHECK(std::string(openblas_get_corename()) == original);
+}
+
+TEST_CASE("gemm selection: where OpenBLAS's kernel leaves AVX-512 unused (a core the user set), "
+          "auto runs our AVX-512 GEMM and leaves OpenBLAS as it is",
+          "[gemm][select]") {
+  using asyncnd::detail::GemmKernel;
+  using asyncnd::detail::select_cpu_gemm;
+  using asyncnd::detail::switch_openblas_core;
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (!cpu.avx2 || !cpu.fma) {
+    WARN("SKIPPED: this CPU has no AVX2 with FMA: OpenBLAS cannot load Haswell here");
+    return;
+  }
+  asyncnd::nd::waitall();  // no GEMM may run while OpenBLAS switches
+  const std::string original = openblas_get_corename();
+  REQUIRE(switch_openblas_core("Haswell"));  // as OPENBLAS_CORETYPE=Haswell loads it
+  CpuFeatures with512 = cpu, without512 = cpu;
+  with512.avx512 = true;
+  without512.avx512 = false;
+  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", without512);
+  CHECK(s.which == GemmKernel::kOpenblas);
+  CHECK(s.kernel == "openblas Haswell");
+  CHECK(select_cpu_gemm(GemmChoice::kOpenblas, "Haswell", cpu).kernel == "openblas Haswell");
+  CHECK(select_cpu_gemm(GemmChoice::kPortable, "Haswell", cpu).which == GemmKernel::kPortable);
+  if (cpu.avx512 && ASYNCND_HAVE_AVX512_GEMM) {
+    s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", with512);
+    CHECK(s.which == GemmKernel::kAvx512);
+    CHECK(s.kernel == "avx512");
+    CHECK_THAT(s.reason, Catch::Contains("OPENBLAS_CORETYPE=Haswell set by the user") &&
+                             Catch::Contains("does not use AVX-512") &&
+                             Catch::Contains("self-test passed"));
+    CHECK(select_cpu_gemm(GemmChoice::kAvx512, nullptr, with512).which == GemmKernel::kAvx512);
+  } else {
+    WARN("SKIPPED for the AVX-512 choice: this CPU has no AVX-512 (F, BW, VL and DQ)");
+  }
+  CHECK(std::string(openblas_get_corename()) == "Haswell");  // OpenBLAS itself never moved
+  CHECK_THROWS_WITH(select_cpu_gemm(GemmChoice::kAvx512, nullptr, without512),
+                    "ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, "
+                    "openblas or portable");
+  REQUIRE(switch_openblas_core(original));
 }
 #endif

@@ -1,5 +1,6 @@
-// detail::portable_sgemm (the packed SIMD GEMM) against detail::reference_sgemm: every transpose
-// combination, edge sizes around the 4x8 tile and the KC/MC blocks, padded strides, alpha/beta
+// Our own GEMMs against detail::reference_sgemm: detail::portable_sgemm (the packed SIMD GEMM,
+// 4x8 tile) and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile): every transpose
+// combination, edge sizes around the tiles and the KC/MC blocks, padded strides, alpha/beta
 // variants (beta = 0 over a NaN-filled C), run serially, on 1, 2 and 4 workers and from inside ops.
 #include <asyncnd/asyncnd.h>
 
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
+#include "cpu/avx512_gemm.h"
+#include "cpu/gemm_select.h"
 #include "ops_test_util.h"
 #include "test_util.h"
 
@@ -19,6 +22,41 @@ using namespace asyncnd;
 using asyncnd_test::EngineConfigGuard;
 
 namespace {
+
+using GemmFn = void (*)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
+                        std::int64_t, const float*, std::int64_t, float, float*, std::int64_t);
+struct Gemm {
+  const char* name;
+  GemmFn fn;
+};
+
+#if ASYNCND_HAVE_AVX512_GEMM
+void avx512(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+            std::int64_t ldc) {
+  detail::avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void avx512_serial(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                   const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                   float* c, std::int64_t ldc) {
+  detail::avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+}
+#endif
+
+// The GEMMs this CPU can run: the portable one always, the AVX-512 one (parallel, and serial as
+// the backend's self-test runs it) where the CPU has AVX-512 (else a SKIPPED warning).
+std::vector<Gemm> our_gemms() {
+  std::vector<Gemm> out = {{"portable", detail::portable_sgemm}};
+#if ASYNCND_HAVE_AVX512_GEMM
+  if (detail::cpu_features().avx512) {
+    out.push_back({"avx512", avx512});
+    out.push_back({"avx512 serial", avx512_serial});
+    return out;
+  }
+#endif
+  WARN("SKIPPED for avx512_sgemm: this CPU (or build) has no AVX-512 (F, BW, VL and DQ)");
+  return out;
+}
 
 struct Case {
   bool ta, tb;
@@ -35,8 +73,8 @@ std::string describe(const Case& g) {
 
 // Runs both GEMMs on the same random inputs and compares C; the padding columns of C must keep
 // their values (bit for bit), and beta == 0 must ignore the NaNs C starts with.
-void check_case(const Case& g, std::mt19937_64& rng) {
-  INFO(describe(g));
+void check_case(const Gemm& gemm, const Case& g, std::mt19937_64& rng) {
+  INFO(gemm.name << ": " << describe(g));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const std::int64_t a_cols = g.ta ? g.m : g.k, a_rows = g.ta ? g.k : g.m;
   const std::int64_t b_cols = g.tb ? g.k : g.n, b_rows = g.tb ? g.n : g.k;
@@ -53,8 +91,7 @@ void check_case(const Case& g, std::mt19937_64& rng) {
   std::vector<float> want = c;
   detail::reference_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb,
                           g.beta, want.data(), ldc);
-  detail::portable_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta,
-                         c.data(), ldc);
+  gemm.fn(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
   // |a|, |b| <= 1: each element sums k products of magnitude <= |alpha|; both results round
   // differently (blocking order), by at most a few ulps of k per element.
   const double tol = 1e-6 * static_cast<double>(g.k + 2) * (std::fabs(g.alpha) + std::fabs(g.beta) + 1);
@@ -76,8 +113,9 @@ void check_case(const Case& g, std::mt19937_64& rng) {
   }
 }
 
-// Edge sizes: around the micro-tile (4 x 8), the packed blocks (KC = 512, MC = 96), the
-// small-matrix path and the thin one (m < 4), each with all four transpose combinations.
+// Edge sizes: around the micro-tiles (4 x 8, 12 x 32), the packed blocks (KC = 512 and 384, MC =
+// 96 and 144), the small-matrix path and the thin one (m < 4), each with all four transpose
+// combinations.
 std::vector<Case> fixed_cases() {
   const std::int64_t shapes[][3] = {
       {1, 1, 1},     {1, 1, 7},     {3, 5, 2},      {4, 8, 1},      {5, 9, 3},
@@ -85,7 +123,8 @@ std::vector<Case> fixed_cases() {
       {4, 8, 512},   {4, 8, 1025},  {5, 7, 513},    {96, 8, 40},    {97, 9, 41},
       {95, 17, 255}, {191, 33, 9},  {13, 301, 31},  {200, 64, 300}, {63, 127, 129},
       {257, 100, 3}, {7, 500, 20},  {128, 128, 128}, {2, 300, 200}, {3, 77, 513},
-      {1, 4099, 9}};
+      {1, 4099, 9},  {12, 32, 384}, {13, 33, 385}, {11, 31, 383}, {144, 64, 768},
+      {145, 65, 400}, {6, 40, 50},  {289, 97, 45}};
   const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}, {2.0f, 0.0f}, {1.5f, -1.0f}};
   std::vector<Case> cases;
   int v = 0;
@@ -115,57 +154,64 @@ std::vector<Case> random_cases(std::mt19937_64& rng, int count) {
 
 }  // namespace
 
-TEST_CASE("portable_sgemm matches reference_sgemm at edge sizes on 1 2 and 4 workers",
+TEST_CASE("our GEMMs match reference_sgemm at edge sizes on 1 2 and 4 workers",
           "[gemm][portable]") {
   EngineConfigGuard restore;
   std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm edge sizes"));
   const auto cases = fixed_cases();
-  for (int workers : {1, 2, 4}) {
-    configure_engine({EngineKind::kThreaded, workers});
-    INFO("workers " << workers);
-    for (const Case& g : cases) check_case(g, rng);
+  for (const Gemm& gemm : our_gemms()) {
+    for (int workers : {1, 2, 4}) {
+      configure_engine({EngineKind::kThreaded, workers});
+      INFO("workers " << workers);
+      for (const Case& g : cases) check_case(gemm, g, rng);
+    }
+    configure_engine({EngineKind::kNaive});
+    INFO("naive engine");
+    for (const Case& g : cases) check_case(gemm, g, rng);
   }
-  configure_engine({EngineKind::kNaive});
-  INFO("naive engine");
-  for (const Case& g : cases) check_case(g, rng);
 }
 
-TEST_CASE("portable_sgemm matches reference_sgemm on random shapes", "[gemm][portable]") {
+TEST_CASE("our GEMMs match reference_sgemm on random shapes", "[gemm][portable]") {
   EngineConfigGuard restore;
   std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm random shapes"));
   const int count = static_cast<int>(asyncnd_test::scaled(60, 6));
-  for (int workers : {1, 2}) {
-    configure_engine({EngineKind::kThreaded, workers});
-    INFO("workers " << workers);
-    for (const Case& g : random_cases(rng, count)) check_case(g, rng);
+  for (const Gemm& gemm : our_gemms()) {
+    for (int workers : {1, 2}) {
+      configure_engine({EngineKind::kThreaded, workers});
+      INFO("workers " << workers);
+      for (const Case& g : random_cases(rng, count)) check_case(gemm, g, rng);
+    }
   }
 }
 
-TEST_CASE("portable_sgemm k = 0 and alpha = 0 only scale C", "[gemm][portable]") {
+TEST_CASE("our GEMMs: k = 0 and alpha = 0 only scale C", "[gemm][portable]") {
   std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm k=0"));
-  for (float beta : {0.0f, 1.0f, -2.0f}) {
-    for (float alpha : {0.0f, 1.0f}) {
-      for (std::int64_t k : {0, 300}) {
-        if (alpha != 0.0f && k != 0) continue;
-        check_case({false, false, 40, 50, k, 1, alpha, beta}, rng);
-        check_case({true, true, 40, 50, k, 0, alpha, beta}, rng);
+  for (const Gemm& gemm : our_gemms()) {
+    for (float beta : {0.0f, 1.0f, -2.0f}) {
+      for (float alpha : {0.0f, 1.0f}) {
+        for (std::int64_t k : {0, 300}) {
+          if (alpha != 0.0f && k != 0) continue;
+          check_case(gemm, {false, false, 40, 50, k, 1, alpha, beta}, rng);
+          check_case(gemm, {true, true, 40, 50, k, 0, alpha, beta}, rng);
+        }
       }
     }
   }
 }
 
-TEST_CASE("portable_sgemm with m = 0 or n = 0 touches nothing", "[gemm][portable]") {
-  float c = 7.0f, a = 1.0f, b = 1.0f;
-  detail::portable_sgemm(false, false, 0, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
-  detail::portable_sgemm(false, false, 1, 0, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
-  CHECK(c == 7.0f);
+TEST_CASE("our GEMMs with m = 0 or n = 0 touch nothing", "[gemm][portable]") {
+  for (const Gemm& gemm : our_gemms()) {
+    float c = 7.0f, a = 1.0f, b = 1.0f;
+    gemm.fn(false, false, 0, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+    gemm.fn(false, false, 1, 0, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+    CHECK(c == 7.0f);
+  }
 }
 
 // The real call site: inside ops on the engine's workers, two GEMMs at once (each splitting its
 // work over the idle workers), on separate outputs. Also what the TSan build checks for races.
-TEST_CASE("portable_sgemm runs concurrently inside engine ops", "[gemm][portable][engine]") {
-  EngineConfigGuard restore;
-  configure_engine({EngineKind::kThreaded, 2});
+namespace {
+void check_concurrent_in_ops(const Gemm& gemm) {
   std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm in ops"));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const std::int64_t m = 150, n = 130, k = 270;
@@ -188,15 +234,15 @@ TEST_CASE("portable_sgemm runs concurrently inside engine ops", "[gemm][portable
     const float* pa = as[t].data();
     const float* pb = bs[t].data();
     const bool tb = t % 2 == 1;
-    eng.push([=] { detail::portable_sgemm(false, tb, m, n, k, 1.0f, pa, k, pb, tb ? k : n, 0.0f,
-                                          pc, n); },
+    const GemmFn fn = gemm.fn;
+    eng.push([=] { fn(false, tb, m, n, k, 1.0f, pa, k, pb, tb ? k : n, 0.0f, pc, n); },
              {}, {vars.back()});
   }
   eng.waitall();
   for (Var v : vars) eng.delete_var(v);
   eng.waitall();
   for (int t = 0; t < 4; ++t) {
-    INFO("gemm " << t);
+    INFO(gemm.name << ", gemm " << t);
     int bad = 0;
     for (std::int64_t i = 0; i < m * n && bad < 5; ++i) {
       if (!(std::fabs(cs[t][i] - wants[t][i]) <= 1e-6 * (k + 2))) {
@@ -206,4 +252,11 @@ TEST_CASE("portable_sgemm runs concurrently inside engine ops", "[gemm][portable
     }
   }
   CHECK(eng.stats().pending == 0);
+}
+}  // namespace
+
+TEST_CASE("our GEMMs run concurrently inside engine ops", "[gemm][portable][engine]") {
+  EngineConfigGuard restore;
+  configure_engine({EngineKind::kThreaded, 2});
+  for (const Gemm& gemm : our_gemms()) check_concurrent_in_ops(gemm);
 }

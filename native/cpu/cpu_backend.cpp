@@ -1,5 +1,5 @@
 // The native CPU backend: aligned host allocation (through the caching allocator) and SGEMM
-// (OpenBLAS, or the portable GEMM of core/ when built with ASYNCND_WITH_OPENBLAS=OFF).
+// (OpenBLAS, asyncnd's AVX-512 GEMM, or the portable GEMM of core/: gemm_select.h).
 //
 // Thread policy for BLAS. OpenBLAS (pthread build) runs its own thread pool, separate from the
 // engine's workers; two engine workers each running a multi-threaded GEMM would put 2 x N BLAS
@@ -14,9 +14,14 @@
 // Giving BLAS the machine was never slower and halved the time of a lone GEMM (the chapter's E1);
 // the figures are in bench/README.md, "The BLAS thread policy".
 //
+// The thread policy above is OpenBLAS's; our own GEMMs (AVX-512 and portable) split their row
+// blocks across the engine's workers with parallel_for instead.
+//
 // Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) keeps OpenBLAS's kernel unless OpenBLAS
 // fell back to a pre-AVX2 kernel on a CPU with AVX2/AVX-512, then moves it to the best kernel
-// that passes a self-test; openblas never moves it; portable runs core's own GEMM.
+// that passes a self-test; where OpenBLAS's kernel then still does not use the AVX-512 the CPU
+// has, it runs asyncnd's AVX-512 GEMM (after its own self-test). openblas never moves it; portable
+// and avx512 run ours.
 #include "cpu/cpu_backend.h"
 
 #include <cstdlib>
@@ -28,7 +33,9 @@
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
 #include "cpu/caching_allocator.h"
+#include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
+#include "cpu/gemm_threads.h"
 #include "kernels/host_kernels.h"
 
 #ifndef ASYNCND_HAVE_OPENBLAS
@@ -46,7 +53,6 @@ namespace {
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). Such calls cannot oversubscribe the cores.
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
 
-#if ASYNCND_HAVE_OPENBLAS
 int blas_threads_from_env() {
   unsigned hw = std::thread::hardware_concurrency();
   int threads = hw > 0 ? static_cast<int>(hw) : 1;
@@ -56,6 +62,7 @@ int blas_threads_from_env() {
   return threads;
 }
 
+#if ASYNCND_HAVE_OPENBLAS
 // Exported by OpenBLAS's pthread and OpenMP builds (driver/others), but not part of its documented
 // API: declared weak, so that a BLAS without them still links and we skip the adjustment.
 extern "C" void openblas_read_env(void) __attribute__((weak));
@@ -89,24 +96,32 @@ class CpuBackend final : public Backend {
     shorten_blas_spin();
     openblas_set_num_threads(blas_threads_from_env());
     blas_threads_ = openblas_get_num_threads();  // OpenBLAS clamps to its build's maximum
-    if (choice == GemmChoice::kPortable) {
-      portable_ = true;
-      gemm_ = {"portable", "ASYNCND_GEMM=portable", openblas_get_corename()};
-    } else {
-      gemm_ = select_openblas_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features());
-    }
-    corename_ = portable_ ? "portable" : openblas_get_corename();
-    name_ = portable_ ? "cpu (portable GEMM, ASYNCND_GEMM=portable)"
-                      : "cpu (" + std::string(openblas_get_config()) + ", core " + corename_ +
-                            ", " + std::to_string(blas_threads_) + " BLAS threads)";
 #else
-    (void)choice;
-    blas_threads_ = 1;
-    corename_ = "portable";
-    portable_ = true;
-    gemm_ = {"portable", "this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF)", ""};
-    name_ = "cpu (portable GEMM, no BLAS)";
+    blas_threads_ = blas_threads_from_env();
 #endif
+    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features());
+    switch (gemm_.which) {
+      case GemmKernel::kPortable:
+        corename_ = "portable";
+        name_ = "cpu (portable GEMM, " + gemm_.reason + ")";
+        break;
+      case GemmKernel::kAvx512:
+        corename_ = "avx512";
+        // Its threads, made here before the first GEMM.
+        name_ = "cpu (asyncnd avx512 GEMM, " +
+                std::to_string(GemmThreads::instance(blas_threads_).threads()) + " threads" +
+                (gemm_.loaded_core.empty() ? std::string()
+                                           : "; OpenBLAS core " + gemm_.loaded_core + " unused") +
+                ")";
+        break;
+      case GemmKernel::kOpenblas:
+#if ASYNCND_HAVE_OPENBLAS
+        corename_ = openblas_get_corename();
+        name_ = "cpu (" + std::string(openblas_get_config()) + ", core " + corename_ + ", " +
+                std::to_string(blas_threads_) + " BLAS threads)";
+#endif
+        break;
+    }
   }
 
   DeviceKind kind() const override { return DeviceKind::kCPU; }
@@ -138,11 +153,17 @@ class CpuBackend final : public Backend {
              float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              float beta, float* c, std::int64_t ldc) {
     if (m <= 0 || n <= 0) return;
-#if ASYNCND_HAVE_OPENBLAS
-    if (portable_) {
+    if (gemm_.which == GemmKernel::kPortable) {
       portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }
+#if ASYNCND_HAVE_AVX512_GEMM
+    if (gemm_.which == GemmKernel::kAvx512) {
+      avx512_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+#endif
+#if ASYNCND_HAVE_OPENBLAS
     // k == 0 only scales C, and cblas rejects the lda/ldb such a call may carry.
     if (k <= 0) {
       reference_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -161,15 +182,12 @@ class CpuBackend final : public Backend {
                 trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
                 beta, c, static_cast<int>(ldc));
-#else
-    portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
   }
 
   CachingAllocator& cache_;
   std::string name_, corename_;
   int blas_threads_ = 1;
-  bool portable_ = false;  // core's portable GEMM instead of OpenBLAS
   GemmSelection gemm_;
   std::mutex gemm_mutex_;  // held by the one multi-threaded GEMM running (see the policy above)
 };

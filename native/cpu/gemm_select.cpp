@@ -6,10 +6,13 @@
 // gotoblas_dynamic_quit/gotoblas_dynamic_init pair runs, so the backend can move it to the right
 // table in the process, before its first GEMM, keeping every other property of the library (its
 // threads, its tuned kernels for every shape). Loading OpenBLAS at run time after setting the
-// variable would do the same but needs dlopen and breaks static consumers; our own AVX2/AVX-512
-// micro-kernels would take a whole GEMM of tuning to approach OpenBLAS's. A kernel is used only
-// after gemm_self_test passes on this machine, since some older OpenBLAS kernels compute wrong
-// results on some processors.
+// variable would do the same but needs dlopen and breaks static consumers. Where that cannot help
+// (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; OpenBLAS picks
+// its AVX2 Zen kernel on a Zen 4/5 it half-knows), our own AVX-512 GEMM (avx512_gemm.h) runs
+// instead: 12x32 tiles on the shared blocked loop reached OpenBLAS's SkylakeX speed at 1000^3
+// (bench/README.md, "Our own AVX-512 GEMM"). An AVX2 one would add nothing OpenBLAS's Haswell
+// kernel does not already give. A kernel is used only after gemm_self_test passes on this
+// machine, since some older OpenBLAS kernels compute wrong results on some processors.
 #include "cpu/gemm_select.h"
 
 #include <strings.h>
@@ -21,6 +24,7 @@
 #include <random>
 
 #include "asyncnd/error.h"
+#include "cpu/avx512_gemm.h"
 
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
 #include <cblas.h>
@@ -54,6 +58,13 @@ bool is_fallback_core(const std::string& corename) {
   return false;
 }
 
+bool is_avx512_core(const std::string& corename) {
+  for (const char* name : {"SkylakeX", "Cooperlake", "SapphireRapids"}) {
+    if (::strcasecmp(corename.c_str(), name) == 0) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> better_cores(const std::string& loaded, const CpuFeatures& cpu) {
   if (!is_fallback_core(loaded)) return {};
   std::vector<std::string> out;
@@ -67,6 +78,7 @@ GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
     return GemmChoice::kAuto;
   }
   if (std::strcmp(value, "portable") == 0) return GemmChoice::kPortable;
+  if (std::strcmp(value, "avx512") == 0) return GemmChoice::kAvx512;
   if (std::strcmp(value, "openblas") == 0) {
     if (!have_openblas) {
       throw Error("ASYNCND_GEMM=openblas: this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF); "
@@ -75,7 +87,7 @@ GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
     return GemmChoice::kOpenblas;
   }
   throw Error(std::string("ASYNCND_GEMM: unknown GEMM '") + value +
-              "' (expected auto, openblas or portable)");
+              "' (expected auto, openblas, portable or avx512)");
 }
 
 namespace {
@@ -232,6 +244,73 @@ GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
 }
 
 #endif
+
+namespace {
+
+// Our AVX-512 GEMM's self-test, on the calling thread; "" when it passes.
+std::string avx512_self_test() {
+#if ASYNCND_HAVE_AVX512_GEMM
+  return gemm_self_test([](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                           float alpha, const float* a, std::int64_t lda, const float* b,
+                           std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+    avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+  });
+#else
+  return "not built for this architecture";
+#endif
+}
+
+GemmSelection avx512_selection(std::string reason, std::string loaded_core) {
+  return {"avx512", std::move(reason), std::move(loaded_core), GemmKernel::kAvx512};
+}
+
+}  // namespace
+
+GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu) {
+#if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+  const std::string loaded = openblas_get_corename();
+#else
+  const std::string loaded;
+#endif
+  const bool avx512_applies = ASYNCND_HAVE_AVX512_GEMM && cpu.avx512;
+  if (choice == GemmChoice::kPortable) {
+    return {"portable", "ASYNCND_GEMM=portable", loaded, GemmKernel::kPortable};
+  }
+  if (choice == GemmChoice::kAvx512) {
+    if (!avx512_applies) {
+      throw Error("ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, "
+                  "openblas or portable");
+    }
+    const std::string err = avx512_self_test();
+    if (!err.empty()) throw Error("ASYNCND_GEMM=avx512: its self-test failed on this CPU: " + err);
+    return avx512_selection("ASYNCND_GEMM=avx512, after its self-test passed", loaded);
+  }
+#if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+  GemmSelection s = select_openblas_gemm(choice, user_coretype, cpu);
+  const std::string core = openblas_get_corename();
+  if (choice == GemmChoice::kOpenblas || !avx512_applies || is_avx512_core(core)) return s;
+  const std::string err = avx512_self_test();
+  if (!err.empty()) {
+    s.reason += "; asyncnd's AVX-512 GEMM failed its self-test: " + err;
+    std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
+    return s;
+  }
+  return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason +
+                              ") does not use AVX-512, which this CPU has: asyncnd's AVX-512 GEMM, "
+                              "after its self-test passed (OpenBLAS left as it is)",
+                          s.loaded_core);
+#else
+  (void)user_coretype;
+  const std::string no_blas = "this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF)";
+  if (avx512_applies) {
+    const std::string err = avx512_self_test();
+    if (err.empty()) return avx512_selection(no_blas + ", and this CPU has AVX-512: asyncnd's AVX-512 GEMM, after its self-test passed", loaded);
+    std::fprintf(stderr, "asyncnd: CPU GEMM: asyncnd's AVX-512 GEMM failed its self-test: %s\n",
+                 err.c_str());
+  }
+  return {"portable", no_blas, loaded, GemmKernel::kPortable};
+#endif
+}
 
 }  // namespace detail
 }  // namespace asyncnd

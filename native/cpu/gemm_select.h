@@ -1,6 +1,7 @@
 // Which CPU GEMM the native CPU backend runs: OpenBLAS with the kernel it loaded, OpenBLAS moved to
-// a better kernel for this CPU, or the portable GEMM of core/. Chosen once, when the backend
-// starts (cpu_backend.cpp); the pieces are separate so that tests can feed them any CPU.
+// a better kernel for this CPU, asyncnd's own AVX-512 GEMM (avx512_gemm.h), or the portable GEMM
+// of core/. Chosen once, when the backend starts (cpu_backend.cpp); the pieces are separate so
+// that tests can feed them any CPU.
 // Not installed: for native/, tests and bench/.
 #pragma once
 
@@ -29,10 +30,15 @@ bool is_fallback_core(const std::string& corename);
 // Haswell).
 std::vector<std::string> better_cores(const std::string& loaded, const CpuFeatures& cpu);
 
+// True for the OpenBLAS core types whose SGEMM kernels use AVX-512 (SkylakeX, Cooperlake,
+// SapphireRapids). Case-insensitive.
+bool is_avx512_core(const std::string& corename);
+
 // ASYNCND_GEMM: auto (the default, also for an unset or empty variable), openblas (the kernel
-// OpenBLAS loaded, never switched) or portable (core's own GEMM). Throws asyncnd::Error naming the
-// variable and the value for anything else, and for openblas in a build without OpenBLAS.
-enum class GemmChoice { kAuto, kOpenblas, kPortable };
+// OpenBLAS loaded, never switched), portable (core's own GEMM) or avx512 (asyncnd's AVX-512 GEMM).
+// Throws asyncnd::Error naming the variable and the value for anything else, and for openblas in
+// a build without OpenBLAS.
+enum class GemmChoice { kAuto, kOpenblas, kPortable, kAvx512 };
 GemmChoice gemm_choice_from_env(const char* value, bool have_openblas);
 
 // C = alpha op(A) op(B) + beta C, row-major, as Backend::sgemm.
@@ -47,12 +53,25 @@ using SgemmFn = std::function<void(bool, bool, std::int64_t, std::int64_t, std::
 std::string gemm_self_test(const SgemmFn& gemm);
 
 // The choice made when the backend started, for EngineStats-like reports: the kernel ("openblas
-// Haswell", "portable") and why.
+// Haswell", "portable", "avx512") and why.
+enum class GemmKernel { kOpenblas, kPortable, kAvx512 };
 struct GemmSelection {
   std::string kernel;
   std::string reason;
   std::string loaded_core;  // the core OpenBLAS loaded by itself ("" without OpenBLAS)
+  GemmKernel which = GemmKernel::kOpenblas;
 };
+
+// The whole choice, as the backend makes it when it starts: `choice` from ASYNCND_GEMM,
+// `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU.
+// - portable: core's GEMM. avx512: ours, or an asyncnd::Error when the CPU lacks AVX-512 or the
+//   GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
+// - auto: OpenBLAS as select_openblas_gemm leaves it, unless the CPU has AVX-512 and OpenBLAS's
+//   kernel does not use it (a pre-AVX-512 core the user set, OpenBLAS's choice for a CPU it
+//   half-knows, a fallback it could not leave): then our AVX-512 GEMM, once its self-test passes
+//   (OpenBLAS itself is left as it is). Without OpenBLAS: ours where it applies, else portable.
+// The self-test of our GEMM runs on the calling thread (no engine needed).
+GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu);
 
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
 // cblas_sgemm with Backend::sgemm's arguments (dimensions within int: the caller checks).

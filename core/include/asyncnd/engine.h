@@ -151,10 +151,12 @@ struct DeviceStats {
 // The GEMM the CPU backend runs (dot, matmul, Dense) and why it was chosen. Natively:
 // "openblas <core>" (the core OpenBLAS chose for this CPU, or a better one the backend moved it to
 // when OpenBLAS fell back to a pre-AVX2 kernel on a CPU with AVX2 or AVX-512, after a self-test),
-// or "portable" (ASYNCND_GEMM=portable, or a build without OpenBLAS); in WebAssembly "portable
-// (wasm SIMD128)". ASYNCND_GEMM=auto|openblas|portable chooses; a user's OPENBLAS_CORETYPE is never
-// overridden. Starts the CPU backend if it has not started; throws asyncnd::Error for a bad
-// ASYNCND_GEMM. Any thread.
+// "avx512" (asyncnd's own AVX-512 GEMM, where the CPU has AVX-512 and OpenBLAS's kernel does not
+// use it, after a self-test), or "portable" (ASYNCND_GEMM=portable, or a build without OpenBLAS
+// on a CPU without AVX-512); in WebAssembly "portable (wasm SIMD128)".
+// ASYNCND_GEMM=auto|openblas|portable|avx512 chooses; a user's OPENBLAS_CORETYPE is never
+// overridden (OpenBLAS keeps it, whichever GEMM runs). Starts the CPU backend if it has not
+// started; throws asyncnd::Error for a bad ASYNCND_GEMM. Any thread.
 struct CpuGemm {
   std::string kernel;
   std::string reason;

@@ -93,6 +93,21 @@ inline void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t 
   }
 }
 
+// One kc x Nr panel of op(B) = B^T (element (p, j) at p * Nr + j): column j < cols of the panel is
+// row j of b from src (kc contiguous floats, rows ldb apart); columns past cols are zero.
+template <std::int64_t Nr>
+inline void pack_b_transposed(const float* src, std::int64_t ldb, std::int64_t kc,
+                              std::int64_t cols, float* out) {
+  for (std::int64_t j = 0; j < Nr; ++j) {
+    if (j < cols) {
+      const float* row = src + j * ldb;
+      for (std::int64_t p = 0; p < kc; ++p) out[p * Nr + j] = row[p];
+    } else {
+      for (std::int64_t p = 0; p < kc; ++p) out[p * Nr + j] = 0.0f;
+    }
+  }
+}
+
 // Packs rows [p0, p0 + kc) and columns [j0, j0 + 8) of op(B) into one kc x 8 panel (element
 // (p, j) at p * 8 + j); columns past n are zero. op(B) is B, or B^T when trans_b.
 inline void pack_b_panel(bool trans_b, const float* b, std::int64_t ldb, std::int64_t p0,
@@ -109,16 +124,8 @@ inline void pack_b_panel(bool trans_b, const float* b, std::int64_t ldb, std::in
       for (std::int64_t p = 0; p < kc; ++p)
         for (std::int64_t j = 0; j < kNr; ++j) out[p * kNr + j] = j < cols ? src[p * ldb + j] : 0.0f;
     }
-  } else {  // op(B)(p, j) = b[j * ldb + p]: each column of the panel is a contiguous row of b
-    const float* src = b + j0 * ldb + p0;
-    for (std::int64_t j = 0; j < kNr; ++j) {
-      if (j < cols) {
-        const float* row = src + j * ldb;
-        for (std::int64_t p = 0; p < kc; ++p) out[p * kNr + j] = row[p];
-      } else {
-        for (std::int64_t p = 0; p < kc; ++p) out[p * kNr + j] = 0.0f;
-      }
-    }
+  } else {
+    pack_b_transposed<kNr>(b + j0 * ldb + p0, ldb, kc, cols, out);
   }
 }
 

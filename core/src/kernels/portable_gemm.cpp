@@ -1,44 +1,100 @@
-// portable_sgemm: blocked, packed row-major SGEMM on the MR x 8 micro-kernel of
-// kernels/gemm_kernel.h (4x8 natively, 5x8 in the SIMD128 wasm module, 6x8 with relaxed SIMD),
-// split across the engine's CPU workers. The GEMM of the WebAssembly build (no BLAS there) and of
-// native builds without OpenBLAS.
-//
-// Loop order (BLIS's): op(B) is packed once, whole, into 8-column panels (in parallel); then each
-// parallel task owns a range of rows of C (or, when C is short and wide, a range of column
-// panels). A task packs an MC x KC block of op(A) into MR-row panels and runs the micro-kernel over
-// every panel of its columns; a KC x 8 panel of B stays in L1 while the MC / MR panels of A stream
-// past it from L2. Two cheaper paths skip the packing: tiny products (a direct loop) and thin ones
-// (fewer rows than a micro-tile: scaled rows of B added into C).
+// portable_sgemm: the GEMM of the WebAssembly build (no BLAS there) and of native builds without
+// OpenBLAS, on the MR x 8 micro-kernel of kernels/gemm_kernel.h (4x8 natively, 5x8 in the SIMD128
+// wasm module, 6x8 with relaxed SIMD); and packed_sgemm, the blocked loop (kernels/gemm_driver.h)
+// that it shares with the native AVX-512 GEMM (native/cpu/avx512_gemm.cpp), split across the
+// engine's CPU workers.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/engine.h"
-#include "kernels/gemm_kernel.h"
+#include "kernels/gemm_driver.h"
 
 namespace asyncnd {
 namespace detail {
 namespace {
 
 namespace g = kernels::gemm;
-using g::kMr;
-using g::kNr;
+using g::ceil_div;
 
 // Block sizes, chosen from measurements at 1000x1000 (bench/README.md, "Portable GEMM"): in V8 on
 // one thread several (KC, MC) pairs came within a few percent of each other; on two threads
 // MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two threads
 // share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
-constexpr std::int64_t kKc = 512;  // depth of a packed block
-constexpr std::int64_t kMc = 96 / kMr * kMr;  // rows of a packed block of A: 96, or 95 (kMr 5)
-static_assert(kMc % kMr == 0, "a packed block of A holds whole panels");
+struct PortableTile {
+  static constexpr std::int64_t kMr = g::kMr, kNr = g::kNr;
+  static constexpr std::int64_t kKc = 512;            // depth of a packed block
+  static constexpr std::int64_t kMc = 96 / kMr * kMr;  // rows of a packed block of A: 96, or 95 (kMr 5)
+  static void pack_a(bool trans_a, const float* a, std::int64_t lda, std::int64_t i0,
+                     std::int64_t mc, std::int64_t p0, std::int64_t kc, float alpha, float* out) {
+    g::pack_a(trans_a, a, lda, i0, mc, p0, kc, alpha, out);
+  }
+  static void pack_b_panel(bool trans_b, const float* b, std::int64_t ldb, std::int64_t p0,
+                           std::int64_t kc, std::int64_t j0, std::int64_t n, float* out) {
+    g::pack_b_panel(trans_b, b, ldb, p0, kc, j0, n, out);
+  }
+  static void micro_kernel(std::int64_t kc, const float* pa, const float* pb, float* c,
+                           std::int64_t ldc, std::int64_t mr, std::int64_t nr, g::Update mode,
+                           float beta) {
+    g::micro_kernel(kc, pa, pb, c, ldc, mr, nr, mode, beta);
+  }
+};
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
 // Flops a parallel chunk should at least carry, so a hand-off stays cheap (bench/README.md,
 // "Hand-offs and grain sizes").
 constexpr double kChunkFlops = 2e6;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// The buffer of packed B, kept from one GEMM for the next (one buffer, of at most kKeepFloats):
+// a fresh 4 MB buffer per 1000^3 product cost its first touch of every page each time, about 5% of
+// the AVX-512 GEMM's time (perf, bench/README.md "Our own AVX-512 GEMM"). Concurrent GEMMs each
+// take their own; the largest that fits the limit is the one kept.
+class PackedB {
+ public:
+  static constexpr std::int64_t kKeepFloats = std::int64_t{4} << 20;  // 16 MiB
+
+  static PackedB take(std::int64_t count) {
+    {
+      std::lock_guard<std::mutex> lock(kept_mutex());
+      PackedB& kept = kept_buffer();
+      if (kept.buf_ && kept.capacity_ >= count) return std::move(kept);
+    }
+    PackedB fresh;
+    fresh.buf_ = g::aligned_floats(count);
+    fresh.capacity_ = count;
+    return fresh;
+  }
+  PackedB() = default;
+  PackedB(PackedB&& other) noexcept
+      : buf_(std::move(other.buf_)), capacity_(std::exchange(other.capacity_, 0)) {}
+  PackedB& operator=(PackedB&&) = delete;
+  ~PackedB() {
+    if (!buf_ || capacity_ > kKeepFloats) return;
+    std::lock_guard<std::mutex> lock(kept_mutex());
+    PackedB& kept = kept_buffer();
+    if (kept.capacity_ < capacity_) {
+      kept.buf_ = std::move(buf_);
+      kept.capacity_ = std::exchange(capacity_, 0);
+    }
+  }
+  float* data() const { return buf_.get(); }
+
+ private:
+  static std::mutex& kept_mutex() {
+    static std::mutex* m = new std::mutex;  // leaked: GEMMs may run while statics are destroyed
+    return *m;
+  }
+  static PackedB& kept_buffer() {
+    static PackedB* kept = new PackedB;
+    return *kept;
+  }
+  g::AlignedFloats buf_;
+  std::int64_t capacity_ = 0;
+};
 
 float a_at(bool trans_a, const float* a, std::int64_t lda, std::int64_t i, std::int64_t p) {
   return trans_a ? a[p * lda + i] : a[i * lda + p];
@@ -98,19 +154,6 @@ void thin_gemm(bool trans_a, std::int64_t m, std::int64_t k, float alpha, const 
   }
 }
 
-struct Problem {
-  bool trans_a;
-  std::int64_t m, n, k;
-  float alpha;
-  const float* a;
-  std::int64_t lda;
-  const float* packed_b;  // k-block at p0 starts at p0 * npanels * kNr; its panel j at j * kc * kNr
-  std::int64_t npanels;
-  float beta;
-  float* c;
-  std::int64_t ldc;
-};
-
 // Natively on x86-64 with GCC and glibc, the block loop (with the micro-kernel inlined) is also
 // compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
 // three-operand instructions and broadcasts from memory, as V8 emits for SIMD128 (faster:
@@ -124,44 +167,34 @@ struct Problem {
 #define ASYNCND_GEMM_CLONES
 #endif
 
-// Rows [i0, i1) x column panels [j0, j1) of C, on the calling thread.
 ASYNCND_GEMM_CLONES
-void run_block(const Problem& pr, std::int64_t i0, std::int64_t i1, std::int64_t j0,
-               std::int64_t j1) {
-  const std::int64_t rows = i1 - i0;
-  if (rows <= 0 || j1 <= j0) return;
-  // Equal row blocks of at most kMc rows (multiples of kMr), so no block is a thin remainder.
-  const std::int64_t nblocks = ceil_div(rows, kMc);
-  const std::int64_t mc_step = ceil_div(ceil_div(rows, nblocks), kMr) * kMr;
-  const std::int64_t kc_max = std::min(pr.k, kKc);
-  std::unique_ptr<float[]> abuf(new float[static_cast<std::size_t>(mc_step * kc_max)]);
-  const g::Update first = pr.beta == 0.0f   ? g::Update::kOverwrite
-                          : pr.beta == 1.0f ? g::Update::kAdd
-                                            : g::Update::kScale;
-  for (std::int64_t ib = i0; ib < i1; ib += mc_step) {
-    const std::int64_t mc = std::min(mc_step, i1 - ib);
-    for (std::int64_t p0 = 0; p0 < pr.k; p0 += kKc) {
-      const std::int64_t kc = std::min(kKc, pr.k - p0);
-      g::pack_a(pr.trans_a, pr.a, pr.lda, ib, mc, p0, kc, pr.alpha, abuf.get());
-      const g::Update mode = p0 == 0 ? first : g::Update::kAdd;
-      const float* bslab = pr.packed_b + p0 * pr.npanels * kNr;
-      for (std::int64_t j = j0; j < j1; ++j) {
-        const float* bp = bslab + j * kc * kNr;
-        const std::int64_t nr = std::min(kNr, pr.n - j * kNr);
-        for (std::int64_t r = 0; r < mc; r += kMr) {
-          g::micro_kernel(kc, abuf.get() + r * kc, bp, pr.c + (ib + r) * pr.ldc + j * kNr, pr.ldc,
-                          std::min(kMr, mc - r), nr, mode, pr.beta);
-        }
-      }
-    }
-  }
+void run_portable_block(const g::Problem& pr, std::int64_t i0, std::int64_t i1, std::int64_t j0,
+                        std::int64_t j1) {
+  g::run_block_body<PortableTile>(pr, i0, i1, j0, j1);
 }
 
 }  // namespace
+}  // namespace detail
 
-void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                    float alpha, const float* a, std::int64_t lda, const float* b,
-                    std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+namespace kernels {
+namespace gemm {
+
+Runner engine_runner() {
+  Runner r;
+  r.threads = std::max(1, engine().num_workers());
+  r.parallel_for = [](std::int64_t n, std::int64_t grain,
+                      const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    engine().parallel_for(n, grain, fn);
+  };
+  return r;
+}
+
+void packed_sgemm(const TileLoop& tile, const Runner& runner, bool trans_a, bool trans_b,
+                  std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                  std::int64_t ldc) {
+  using namespace detail;
+  const std::int64_t kMr = tile.mr, kNr = tile.nr, kKc = tile.kc;
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, beta, c, ldc);
@@ -171,32 +204,40 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
     small_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  Engine& eng = engine();
+  auto parallel_for = [&runner](std::int64_t count, std::int64_t grain,
+                                const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    if (runner.parallel_for != nullptr) {
+      runner.parallel_for(count, grain, fn);
+    } else {
+      fn(0, count);
+    }
+  };
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const std::int64_t max_tasks = 4 * std::max(1, eng.num_workers());
+  const std::int64_t max_tasks = 4 * std::max(1, runner.threads);
   const auto by_work = static_cast<std::int64_t>(std::max(1.0, flops / kChunkFlops));
-  if (m < kMr && !trans_b) {
-    const std::int64_t blocks = ceil_div(n, kNr);  // tasks own whole 8-column blocks
+  if (m < tile.thin_rows && !trans_b) {
+    const std::int64_t blocks = ceil_div(n, 8);  // tasks own whole 8-column blocks
     const std::int64_t tasks = std::min({blocks, max_tasks, by_work});
-    eng.parallel_for(tasks, 1, [=](std::int64_t t0, std::int64_t t1) {
-      const std::int64_t j0 = t0 * blocks / tasks * kNr;
-      const std::int64_t j1 = std::min(n, t1 * blocks / tasks * kNr);
+    parallel_for(tasks, 1, [=](std::int64_t t0, std::int64_t t1) {
+      const std::int64_t j0 = t0 * blocks / tasks * 8;
+      const std::int64_t j1 = std::min(n, t1 * blocks / tasks * 8);
       thin_gemm(trans_a, m, k, alpha, a, lda, b, ldb, beta, c, ldc, j0, j1);
     });
     return;
   }
   const std::int64_t npanels = ceil_div(n, kNr);
-  std::unique_ptr<float[]> packed_b(new float[static_cast<std::size_t>(k * npanels * kNr)]);
-  float* pb = packed_b.get();
+  PackedB packed_b = PackedB::take(k * npanels * kNr);
+  float* pb = packed_b.data();
 
   // Pack op(B): each chunk packs whole panels, all k-blocks.
   const std::int64_t pack_grain = std::max<std::int64_t>(1, 32768 / (k * kNr));
-  eng.parallel_for(npanels, pack_grain, [=](std::int64_t j0, std::int64_t j1) {
+  const PackBPanel pack_b_panel = tile.pack_b_panel;
+  parallel_for(npanels, pack_grain, [=](std::int64_t j0, std::int64_t j1) {
     for (std::int64_t p0 = 0; p0 < k; p0 += kKc) {
       const std::int64_t kc = std::min(kKc, k - p0);
       float* slab = pb + p0 * npanels * kNr;
       for (std::int64_t j = j0; j < j1; ++j)
-        g::pack_b_panel(trans_b, b, ldb, p0, kc, j * kNr, n, slab + j * kc * kNr);
+        pack_b_panel(trans_b, b, ldb, p0, kc, j * kNr, n, slab + j * kc * kNr);
     }
   });
 
@@ -220,7 +261,8 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
   auto task_begin = [panels, tasks, weight_sum](std::int64_t t) {  // panels before task t
     return panels * (t * (2 * tasks - t + 1) / 2) / weight_sum;
   };
-  eng.parallel_for(tasks, 1, [&pr, by_rows, task_begin](std::int64_t t0, std::int64_t t1) {
+  const RunBlock run_block = tile.run_block;
+  parallel_for(tasks, 1, [&pr, by_rows, task_begin, run_block, kMr](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t p0 = task_begin(t), p1 = task_begin(t + 1);
       if (by_rows) {
@@ -230,6 +272,20 @@ void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
       }
     }
   });
+}
+
+
+}  // namespace gemm
+}  // namespace kernels
+
+namespace detail {
+
+void portable_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    float alpha, const float* a, std::int64_t lda, const float* b,
+                    std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  static constexpr g::TileLoop kTile = g::tile_loop<PortableTile>(run_portable_block);
+  g::packed_sgemm(kTile, g::engine_runner(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+                  c, ldc);
 }
 
 }  // namespace detail

@@ -1,0 +1,56 @@
+// The threads of asyncnd's own native GEMM (avx512_gemm.h): the calling engine worker and
+// threads - 1 helpers, as OpenBLAS keeps a pool of its own. The engine's default is one worker per
+// core but one (the frontend keeps a core), so a GEMM split across the engine's workers would use
+// one core of two; a GEMM, like OpenBLAS's, gets every core (ASYNCND_BLAS_THREADS sets how many
+// for both). Not installed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace asyncnd {
+namespace detail {
+
+class GemmThreads {
+ public:
+  // The process's pool, made on first use with `threads` threads (later values are ignored):
+  // the CPU backend makes it with its BLAS thread count (ASYNCND_BLAS_THREADS, else every
+  // hardware thread) before its first GEMM; 0 means every hardware thread.
+  static GemmThreads& instance(int threads = 0);
+
+  explicit GemmThreads(int threads);
+  ~GemmThreads();  // stops and joins the helpers
+  GemmThreads(const GemmThreads&) = delete;
+  GemmThreads& operator=(const GemmThreads&) = delete;
+
+  int threads() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  // Covers [0, n) with fn(begin, end) over at most 4 chunks per thread of at least `grain`, on
+  // the calling thread and the helpers; returns when every chunk is done, rethrowing the first
+  // exception a chunk threw. One job at a time: a call that finds the helpers busy with another
+  // GEMM's job runs all of its chunks itself (two concurrent GEMMs then get a core each).
+  void parallel_for(std::int64_t n, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+ private:
+  struct Job;
+  void helper_main();
+
+  std::vector<std::thread> helpers_;
+  std::mutex busy_;        // held by the caller whose job the helpers serve
+  std::mutex job_mu_;      // guards job_ (and the helpers' references to it)
+  Job* job_ = nullptr;
+  std::atomic<std::uint64_t> generation_{0};  // bumped with every job published
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace detail
+}  // namespace asyncnd
