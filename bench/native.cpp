@@ -564,11 +564,14 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// OpenBLAS's core as the backend left it (cpu_gemm() starts the backend, which may switch it),
+// whichever GEMM runs (machine.gemm says that).
 std::string blas_corename() {
-#ifdef ASYNCND_BENCH_HAVE_CPU_BACKEND
-  return detail::cpu_blas_corename();
-#else
+  cpu_gemm();
+#if ASYNCND_HAVE_OPENBLAS
   return openblas_get_corename();
+#else
+  return detail::cpu_blas_corename();
 #endif
 }
 int blas_threads_policy() {
