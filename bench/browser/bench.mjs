@@ -78,7 +78,7 @@ for (const [key, l] of Object.entries(r.libs)) {
                 max_ms: Number(Math.max(...l.ms).toFixed(3)), worst_rel_error: l.worstRelError };
   if (l.info.multithreadBinary !== undefined) libs[key].threaded_simd_binary = l.info.multithreadBinary;
   if (l.info.simd !== undefined) libs[key].simd = l.info.simd;
-  if (l.readMs) libs[key].read_back_median_ms = Number(median(l.readMs).toFixed(3));  // of median_ms
+  if (l.readMs) libs[key].read_back_median_ms = Number(median(l.readMs).toFixed(3));  // a ready C, apart
 }
 console.log('\n  per Worker (threads reported by the library; Web Workers it started):');
 for (const [key, l] of Object.entries(libs)) console.log(`    ${key.padEnd(11)} ${JSON.stringify(l)}`);

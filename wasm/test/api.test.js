@@ -102,6 +102,27 @@ test('unary ops against Math', async () => {
   });
 });
 
+// dataSync on work still queued: it touches its new array's pages before it waits (copyOut), so
+// the copy must land whole, every page of it, and bad handles still fail as before.
+test('dataSync straight after queued work returns every element of the finished result', async () => {
+  const nd = await loading;
+  const next = h.rng(h.testSeed('dataSync pending'));
+  const [m, k, n] = [300, 200, 1030];  // C: 309 000 floats, about 302 pages of 4 KiB
+  const av = h.randomValues(next, m * k), bv = h.randomValues(next, k * n);
+  nd.tidy(() => {
+    const a = nd.fromArray(av, [m, k]), b = nd.fromArray(bv, [k, n]);
+    const want = nd.dot(a, b).add(1);
+    want.waitToRead();
+    const ref = want.dataSync();  // read when ready
+    const got = nd.dot(a, b).add(1).dataSync();  // read while queued
+    assert.equal(got.length, m * n);
+    assert.deepEqual(Array.from(got), Array.from(ref));
+  });
+  const gone = nd.zeros([2048]);
+  gone.delete();
+  assert.throws(() => gone.dataSync(), /dataSync/);
+});
+
 test('dot against a triple loop, transpose, reshape', async () => {
   const nd = await loading;
   const next = h.rng(h.testSeed('dot'));
