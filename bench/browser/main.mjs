@@ -2,11 +2,11 @@
 // library and thread count (asyncnd as loaded and with SIMD128 forced, TensorFlow.js wasm, ONNX
 // Runtime Web; 1 and 2 threads), hands
 // each the same two 1000x1000 float32 matrices, warms each up, then times C = A B with C read back
-// into JavaScript: 3 rounds of 15 products per Worker, the Workers' order rotated each round, one
+// into JavaScript: 9 rounds of 5 products per Worker, the Workers' order rotated each round, one
 // Worker at a time (the others idle). Every product's sampled entries are checked against a
 // float64 reference computed here. Then the per-op costs (E5 for asyncnd, tf.add for TF.js).
 // POSTs everything to /result for bench.mjs, which writes bench/results/browser.json.
-const N = 1000, WARMUP = 6, ROUNDS = 3, REPS = 15, PAUSE_MS = 200, N_SAMPLES = 256;
+const N = 1000, WARMUP = 6, ROUNDS = 9, REPS = 5, PAUSE_MS = 200, N_SAMPLES = 256;
 
 const log = (text) => fetch('/log', { method: 'POST', body: text });
 
