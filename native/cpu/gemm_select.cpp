@@ -7,8 +7,8 @@
 // table in the process, before its first GEMM, keeping every other property of the library (its
 // threads, its tuned kernels for every shape). Loading OpenBLAS at run time after setting the
 // variable would do the same but needs dlopen and breaks static consumers. Where that cannot help
-// (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; OpenBLAS picks
-// its AVX2 Zen kernel on a Zen 4/5 it half-knows), our own AVX-512 GEMM (avx512_gemm.h) runs
+// (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; an AVX-512 CPU
+// that OpenBLAS maps to an AVX2 kernel), our own AVX-512 GEMM (avx512_gemm.h) runs
 // instead: 12x32 tiles on the shared blocked loop reached OpenBLAS's SkylakeX speed at 1000^3
 // (bench/README.md, "Our own AVX-512 GEMM"). An AVX2 one would add nothing OpenBLAS's Haswell
 // kernel does not already give. A kernel is used only after gemm_self_test passes on this
