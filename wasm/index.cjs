@@ -272,9 +272,10 @@ function makeApi(M, threads, simd) {
     const ptr = M.readPtr(h);  // waits
     if (ptr < 0) throw new Error(M.takeError());
     // A fresh view each time: the memory may have grown (and its buffer changed) since the last.
-    // Copied with set() into a new array, not slice(): V8 slices a view of shared memory (the
-    // threaded module's) about 3x slower (4 MB: 1.6 ms against 0.5 in Node 20; 1.7 ms of a
-    // 23 ms product in Chromium 156; bench/README.md, "In the browser").
+    // Copied with set() into a new array, not slice(): Node 20's V8 slices a view of shared
+    // memory (the threaded module's) about 3x slower (4 MB: 1.6 ms against 0.5). In Chromium 156
+    // the set() of 4 MB into the touched array takes 0.26-0.31 ms (bench/README.md, "In the
+    // browser").
     out.set(new Float32Array(M.wasmMemory.buffer, ptr, n));
     return out;
   }

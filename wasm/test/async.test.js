@@ -69,6 +69,47 @@ test('ordering: random dependent chains on several arrays, interleaved, match a 
   arrs.forEach((a) => a.delete());
 });
 
+// In wasm, workers fresh from a parallel op (a GEMM split across them) spin a while before they
+// park (kAfterJobSpin in core/src/engine/worker_pool.cpp), beside the usual single idle spinner.
+// The pool counts its spinners to decide whether a push must wake a parked worker: if that count
+// went wrong, a push would find nobody awake and wake nobody, and a read would never settle. Reads
+// here are awaited (data()) against a clock: a stalled engine cannot be waited for (the check after
+// each test would block in waitAll), so a stall ends this file's process with a failure.
+test('after parallel ops, tiny ops and idle gaps of every length, every push still runs', async () => {
+  const nd = await loading;
+  const settled = (p, what) => Promise.race([p, new Promise((resolve) => {
+    const t = setTimeout(() => {
+      console.error(`engine stalled: ${what} did not settle within 20 s (a push woke no worker)`);
+      process.exit(1);
+    }, 20000);
+    p.finally(() => { clearTimeout(t); resolve(); });
+  })]).then(() => p);
+  const n = 192;  // 2 n^3 = 14 MFLOP: the GEMM splits into tasks for every worker
+  const a = nd.full([n, n], 0.5), b = nd.full([n, n], 2);
+  let seed = 7;
+  const rand = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 4294967296; };
+  for (let i = 0; i < 150; ++i) {
+    const c = nd.dot(a, b);  // every entry n
+    const t = nd.tidy(() => nd.full([2], i).add(1));  // tiny ops: no parallel_for
+    const [cv, tv] = await settled(Promise.all([c.data(), t.data()]), `round ${i}'s reads`);
+    assert.equal(cv[i % cv.length], n, `product ${i}`);
+    assert.deepEqual(Array.from(tv), [i + 1, i + 1], `tiny op ${i}`);
+    c.delete();
+    t.delete();
+    // Gaps from none to past both spins (0.1 and 2 ms), so workers are caught spinning after the
+    // product, spinning idle, and parked.
+    const gap = rand() * 4;
+    if (gap > 0.5) await new Promise((r) => setTimeout(r, gap));
+    if (rand() < 0.5) {
+      const u = nd.tidy(() => nd.full([2], 1).add(1));
+      await settled(u.data(), `round ${i}'s extra read`);
+      u.delete();
+    }
+  }
+  a.delete();
+  b.delete();
+});
+
 test('waitAll waits for everything queued; waitToRead for one array', async () => {
   const nd = await loading;
   nd.tidy(() => {

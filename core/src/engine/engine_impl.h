@@ -196,7 +196,8 @@ class DevicePool {
   std::vector<ParallelJob*> jobs_;
   std::atomic<int> njobs_{0};
 
-  // Parking. At most one idle worker spins at a time; the rest sleep until woken.
+  // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
+  // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
   std::mutex park_mu_;
   std::condition_variable park_cv_;
   std::atomic<int> sleepers_{0};

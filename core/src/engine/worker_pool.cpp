@@ -1,6 +1,7 @@
 // Per-device worker pools: a ready queue (FIFO for priority 0, a heap otherwise), workers that
 // spin briefly before they park (at most one spins at a time, so that on a small machine the
-// frontend thread keeps a core), and parallel_for over idle workers.
+// frontend thread keeps a core; in wasm, workers fresh from a parallel_for spin longer: see
+// kAfterJobSpin), and parallel_for over idle workers.
 #include <algorithm>
 
 #include "engine/engine_impl.h"
@@ -14,10 +15,22 @@ struct WorkerTls {
   EngineImpl* engine = nullptr;
   DevicePool* pool = nullptr;
   int index = -1;
+  bool ran_chunks = false;  // ran chunks of a parallel_for since it last went idle
 };
 thread_local WorkerTls tls_worker;
 
 constexpr auto kIdleSpin = std::chrono::microseconds(100);
+#if defined(__EMSCRIPTEN__)
+// In WebAssembly, every worker that took part in a parallel_for spins this long once idle (beside
+// the one-spinner rule), so that the next large op finds all of them running: big ops come in
+// runs (a training loop's GEMMs, a benchmark's products), with gaps of about 0.5 ms between them
+// in the browser (the read-back, the next push). A parked worker that is woken waits for a core
+// the frontend thread holds, and yield() cannot hand one over in wasm: in headless Chromium on
+// 2 vCPUs, 1000^3 products with 2 workers went from 22.9-25.4 ms median (widely spread) to
+// 21.3-21.4 (bench/README.md, "In the browser"). Not natively: there the GEMMs run on their own
+// threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on would take.
+constexpr auto kAfterJobSpin = std::chrono::microseconds(2000);
+#endif
 
 bool heap_less(const OprBlock* a, const OprBlock* b) {
   if (a->priority != b->priority) return a->priority < b->priority;
@@ -121,11 +134,20 @@ void DevicePool::worker_main(int index) {
     }
     if (help_job()) continue;
     if (stop_.load(std::memory_order_acquire)) return;
+#if defined(__EMSCRIPTEN__)
+    if (tls_worker.ran_chunks) {
+      tls_worker.ran_chunks = false;
+      spinners_.fetch_add(1, std::memory_order_seq_cst);
+      bool found = spin_until([this] { return has_work(); }, kAfterJobSpin);
+      spinners_.fetch_sub(1, std::memory_order_seq_cst);
+      if (found) continue;
+    }
+#endif
     // Spin for a bounded time if no other worker does, then park.
     int expected = 0;
     if (spinners_.compare_exchange_strong(expected, 1)) {
       bool found = spin_until([this] { return has_work(); }, kIdleSpin);
-      spinners_.store(0, std::memory_order_seq_cst);
+      spinners_.fetch_sub(1, std::memory_order_seq_cst);
       if (found) continue;
     }
     std::unique_lock<std::mutex> lk(park_mu_);
@@ -143,6 +165,7 @@ void DevicePool::worker_main(int index) {
 
 namespace {
 void run_chunks(ParallelJob* job) {
+  tls_worker.ran_chunks = true;
   for (;;) {
     const std::int64_t c = job->next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job->nchunks) return;
