@@ -42,7 +42,9 @@ bool heap_less(const OprBlock* a, const OprBlock* b) {
 bool on_engine_worker() { return tls_worker.engine != nullptr; }
 
 DevicePool::DevicePool(EngineImpl* engine, Device device, int workers)
-    : engine_(engine), device_(device) {
+    : engine_(engine),
+      device_(device),
+      max_spinners_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
   threads_.reserve(static_cast<std::size_t>(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
 }
@@ -137,8 +139,11 @@ void DevicePool::worker_main(int index) {
 #if defined(__EMSCRIPTEN__)
     if (tls_worker.ran_chunks) {
       tls_worker.ran_chunks = false;
-      spinners_.fetch_add(1, std::memory_order_seq_cst);
-      bool found = spin_until([this] { return has_work(); }, kAfterJobSpin);
+      // No more spinners than cores: with more workers than that, the rest would only take the
+      // cores of those that spin and of the frontend thread.
+      const int before = spinners_.fetch_add(1, std::memory_order_seq_cst);
+      const bool found =
+          before < max_spinners_ && spin_until([this] { return has_work(); }, kAfterJobSpin);
       spinners_.fetch_sub(1, std::memory_order_seq_cst);
       if (found) continue;
     }
