@@ -202,7 +202,7 @@ class DevicePool {
   std::condition_variable park_cv_;
   std::atomic<int> sleepers_{0};
   std::atomic<int> spinners_{0};
-  const int max_spinners_;  // this machine's cores (wasm: those fresh from a parallel_for)
+  const int max_spinners_;  // this machine's cores: the most that spin after a parallel_for (wasm)
   std::atomic<bool> stop_{false};
 };
 

@@ -26,8 +26,8 @@ constexpr auto kIdleSpin = std::chrono::microseconds(100);
 // runs (a training loop's GEMMs, a benchmark's products), with gaps of about 0.5 ms between them
 // in the browser (the read-back, the next push). A parked worker that is woken waits for a core
 // the frontend thread holds, and yield() cannot hand one over in wasm: in headless Chromium on
-// 2 vCPUs, 1000^3 products with 2 workers went from 22.9-25.4 ms median (widely spread) to
-// 21.3-21.4 (bench/README.md, "In the browser"). Not natively: there the GEMMs run on their own
+// 2 vCPUs, 1000^3 products with 2 workers went from 22.6-25.4 ms median (widely spread) to
+// 21.4-21.6 (bench/README.md, "In the browser"). Not natively: there the GEMMs run on their own
 // threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on would take.
 constexpr auto kAfterJobSpin = std::chrono::microseconds(2000);
 #endif
