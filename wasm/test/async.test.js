@@ -77,13 +77,17 @@ test('ordering: random dependent chains on several arrays, interleaved, match a 
 // each test would block in waitAll), so a stall ends this file's process with a failure.
 test('after parallel ops, tiny ops and idle gaps of every length, every push still runs', async () => {
   const nd = await loading;
-  const settled = (p, what) => Promise.race([p, new Promise((resolve) => {
+  const settled = async (p, what) => {
     const t = setTimeout(() => {
       console.error(`engine stalled: ${what} did not settle within 20 s (a push woke no worker)`);
       process.exit(1);
     }, 20000);
-    p.finally(() => { clearTimeout(t); resolve(); });
-  })]).then(() => p);
+    try {
+      return await p;
+    } finally {
+      clearTimeout(t);
+    }
+  };
   const n = 192;  // 2 n^3 = 14 MFLOP: the GEMM splits into tasks for every worker
   const a = nd.full([n, n], 0.5), b = nd.full([n, n], 2);
   let seed = 7;
