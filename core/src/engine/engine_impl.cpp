@@ -14,8 +14,12 @@ namespace detail {
 
 namespace {
 
-std::atomic<std::uint64_t> g_next_var_id{1};
-std::atomic<std::int64_t> g_live_vars{0};
+// Variables made (ids handed out) and destroyed, by every engine; live = made - destroyed. Two
+// counters that only grow, on lines of their own: the pushing thread makes variables, and often a
+// worker destroys them (the last op of an orphaned variable), so one count of live variables
+// would cross between their cores on every op.
+alignas(64) std::atomic<std::uint64_t> g_next_var_id{1};
+alignas(64) std::atomic<std::uint64_t> g_vars_destroyed{0};
 
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
@@ -106,17 +110,32 @@ DevicePool& EngineImpl::pool_for(Device device) {
 // ---------------------------------------------------------------------------------------------
 // Variables
 
+// Variable records are recycled like op records (recycler.h): the pushing thread makes one per new
+// array, and a worker often destroys it (an orphaned variable's last op), which with malloc and
+// free meant the frontend's malloc waiting on the lock of its own arena, which the worker's free
+// held (bench/README.md, "E5 on the Zen 4"). destroy_var resets a record before it goes back.
 Var EngineImpl::new_var() {
-  auto* v = new VarBlock;
+  VarBlock* v = Recycler<VarBlock>::get();
+  v->refs.store(1, std::memory_order_relaxed);
   v->owner = this;
   v->id = g_next_var_id.fetch_add(1, std::memory_order_relaxed);
-  g_live_vars.fetch_add(1, std::memory_order_relaxed);
   return Var(v);
 }
 
 void EngineImpl::destroy_var(VarBlock* v) {
-  g_live_vars.fetch_sub(1, std::memory_order_relaxed);
-  delete v;
+  g_vars_destroyed.fetch_add(1, std::memory_order_release);
+  v->owner = nullptr;
+  v->deleted.store(false, std::memory_order_relaxed);
+  v->has_error.store(false, std::memory_order_relaxed);
+  v->running_reads = 0;
+  v->write_running = false;
+  v->head = v->tail = nullptr;
+  v->orphaned = false;
+  v->delete_pending = false;
+  v->on_delete = nullptr;
+  v->delete_bytes = 0;
+  v->error = nullptr;
+  Recycler<VarBlock>::put(v);
 }
 
 void EngineImpl::release_var(VarBlock* v) {
@@ -244,7 +263,7 @@ void EngineImpl::submit(OprBlock* op, int priority) {
   if (priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
 
   pushed_all_.fetch_add(1, std::memory_order_seq_cst);
-  if (op->bytes) inflight_bytes_.fetch_add(static_cast<std::int64_t>(op->bytes));
+  if (op->bytes) pushed_bytes_.fetch_add(op->bytes, std::memory_order_relaxed);
   enqueue_accesses(op);
 }
 
@@ -264,8 +283,13 @@ void EngineImpl::backpressure(std::size_t bytes) {
   };
   auto bytes_ok = [&] {
     if (mb == 0 || bytes == 0) return true;
-    std::int64_t now = inflight_bytes_.load(std::memory_order_acquire);
-    return now == 0 || static_cast<std::size_t>(now) + bytes <= mb;
+    // As for ops: an upper bound from seen_finished_bytes_ first, the workers' count if needed.
+    const std::uint64_t pushed = pushed_bytes_.load(std::memory_order_relaxed);
+    if (pushed - seen_finished_bytes_.load(std::memory_order_relaxed) + bytes <= mb) return true;
+    const std::uint64_t fin = finished_bytes_.load(std::memory_order_acquire);
+    seen_finished_bytes_.store(fin, std::memory_order_relaxed);
+    const std::uint64_t now = pushed - fin;
+    return now == 0 || now + bytes <= mb;
   };
   auto ok = [&] { return ops_ok() && bytes_ok(); };
   if (ok()) return;
@@ -368,7 +392,7 @@ void EngineImpl::take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes) 
 
 void EngineImpl::release_inflight(std::size_t bytes) {
   // The caller (finish, run_wait) wakes the waiters afterwards.
-  inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
+  finished_bytes_.fetch_add(bytes, std::memory_order_release);
 }
 
 void EngineImpl::notify_done_waiters() {
@@ -383,9 +407,7 @@ void EngineImpl::notify_done_waiters() {
     // is in flight, ops keep finishing, and the last one finds f >= p.
     const std::size_t mo = max_ops_.load(std::memory_order_relaxed);
     const std::size_t mb = max_bytes_.load(std::memory_order_relaxed);
-    const std::int64_t now = inflight_bytes_.load(std::memory_order_acquire);
-    wake = (mo == 0 || p - f <= mo / 2) &&
-           (mb == 0 || now <= static_cast<std::int64_t>(mb / 2));
+    wake = (mo == 0 || p - f <= mo / 2) && (mb == 0 || inflight_bytes() <= mb / 2);
   }
   if (!wake) return;
   std::lock_guard<std::mutex> lk(done_mu_);
@@ -545,7 +567,7 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   for (int i = 0; i < op->nwrites; ++i) complete_access(op->acc[op->nreads + i].var, true, ready);
   const std::size_t bytes = op->bytes;
   if (recycle) free_op(op);
-  if (bytes) inflight_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
+  if (bytes) finished_bytes_.fetch_add(bytes, std::memory_order_release);
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
   notify_done_waiters();
   dispatch_all(ready);
@@ -682,7 +704,7 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
       // Storage kept alive by queued work counts toward the byte bound until it is freed.
       if (bytes && max_bytes_.load(std::memory_order_relaxed)) {
         v->delete_bytes = bytes;
-        inflight_bytes_.fetch_add(static_cast<std::int64_t>(bytes));
+        pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
       }
     }
   }
@@ -800,8 +822,9 @@ EngineStats EngineImpl::stats() const {
   s.finished = fin_all;
   s.pushed = pushed_all;
   s.pending = pushed_all > fin_all ? pushed_all - fin_all : 0;
-  s.inflight_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, inflight_bytes_.load()));
-  s.live_vars = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g_live_vars.load()));
+  s.inflight_bytes = inflight_bytes();
+  const std::uint64_t destroyed = g_vars_destroyed.load(std::memory_order_acquire);
+  s.live_vars = g_next_var_id.load(std::memory_order_acquire) - 1 - destroyed;
   std::vector<const DeviceMem*> mems;
   for (const DeviceMem& m : mem_) mems.push_back(&m);
   {
@@ -810,7 +833,7 @@ EngineStats EngineImpl::stats() const {
   }
   for (const DeviceMem* m : mems) {
     if (!m->used.load()) continue;
-    const std::int64_t now = m->in_use.load(), peak = m->peak.load();
+    const std::int64_t now = m->in_use(), peak = std::max(now, m->peak.load());
     DeviceStats d;
     d.device = m->device;
     d.bytes_in_use = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now));
@@ -823,9 +846,9 @@ EngineStats EngineImpl::stats() const {
 }
 
 void EngineImpl::reset_peak_bytes() {
-  for (auto& m : mem_) m.peak.store(m.in_use.load());
+  for (auto& m : mem_) m.peak.store(m.in_use());
   std::lock_guard<std::mutex> lock(mem_more_mu_);
-  for (auto& kv : mem_more_) kv.second->peak.store(kv.second->in_use.load());
+  for (auto& kv : mem_more_) kv.second->peak.store(kv.second->in_use());
 }
 
 EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) {
@@ -841,15 +864,16 @@ EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) {
 
 void EngineImpl::note_alloc(Device device, std::size_t bytes) {
   DeviceMem& m = mem_for(device);
-  const std::int64_t now = m.in_use.fetch_add(static_cast<std::int64_t>(bytes)) +
-                           static_cast<std::int64_t>(bytes);
+  const std::uint64_t freed = m.freed.load(std::memory_order_acquire);
+  const std::int64_t now = static_cast<std::int64_t>(
+      m.allocated.fetch_add(bytes, std::memory_order_acq_rel) + bytes - freed);
   std::int64_t peak = m.peak.load(std::memory_order_relaxed);
   while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {
   }
 }
 
 void EngineImpl::note_free(Device device, std::size_t bytes) {
-  mem_for(device).in_use.fetch_sub(static_cast<std::int64_t>(bytes));
+  mem_for(device).freed.fetch_add(bytes, std::memory_order_release);
 }
 
 double EngineImpl::now_us() const {

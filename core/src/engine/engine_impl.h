@@ -63,7 +63,7 @@ struct VarBlock {
   // Set by delete_var while accesses are queued: on_delete runs when the last one completes.
   bool delete_pending = false;
   OpFunction on_delete;
-  std::size_t delete_bytes = 0;  // counted in inflight_bytes_ until on_delete has run
+  std::size_t delete_bytes = 0;  // counted in flight (pushed_bytes_) until on_delete has run
 
   bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
 
@@ -307,12 +307,25 @@ class EngineImpl {
   std::vector<std::unique_ptr<DevicePool>> other_pools_;  // GPU devices, made on first use
   std::recursive_mutex naive_mu_;
 
-  // Counters on separate cache lines: pushers write the first, workers the second.
+  // Counters on two cache lines: pushers write the first, workers the second. Each count only
+  // grows, and what is in flight is a difference (pushed - finished): a counter that both sides
+  // add to and take from would cross between their cores on every op (bench/README.md, "E5 on
+  // the Zen 4"). seen_* are the pusher's lower bounds of the workers' counts: push reads the
+  // workers' line only when the cheap bound says a limit may be reached.
   alignas(64) std::atomic<std::uint64_t> pushed_all_{0};  // normal + delete ops
+  std::atomic<std::uint64_t> pushed_bytes_{0};  // bytes of pushed ops and of pending deletions
+  std::atomic<std::uint64_t> seen_finished_{0};
+  std::atomic<std::uint64_t> seen_finished_bytes_{0};
   alignas(64) std::atomic<std::uint64_t> finished_all_{0};
-  alignas(64) std::atomic<std::int64_t> inflight_bytes_{0};
-  std::atomic<std::uint64_t> seen_finished_{0};  // a lower bound of finished_all_, for push
-  std::atomic<std::size_t> max_ops_{0}, max_bytes_{0};
+  std::atomic<std::uint64_t> finished_bytes_{0};  // of finished ops and of deletions run
+  // Bytes in flight at this instant: the workers' count is read first, so the result is never
+  // negative.
+  std::uint64_t inflight_bytes() const {
+    const std::uint64_t fin = finished_bytes_.load(std::memory_order_acquire);
+    return pushed_bytes_.load(std::memory_order_acquire) - fin;
+  }
+  alignas(64) std::atomic<std::size_t> max_ops_{0};  // read by every push: off the workers' line
+  std::atomic<std::size_t> max_bytes_{0};
   std::atomic<BoundSource> bytes_source_{BoundSource::kNone};
   std::size_t start_ops_ = 0, start_bytes_ = 0;  // the bounds of the options: reset_max_inflight
   BoundSource start_source_ = BoundSource::kNone;
@@ -329,7 +342,16 @@ class EngineImpl {
   struct DeviceMem {
     Device device;
     std::atomic<bool> used{false};
-    std::atomic<std::int64_t> in_use{0}, peak{0};
+    // Bytes allocated and freed, each only growing, on lines of their own: the thread that
+    // allocates an array is rarely the one that frees it (a worker runs the deletion of an array
+    // whose last handle went while ops were queued on it).
+    alignas(64) std::atomic<std::uint64_t> allocated{0};
+    alignas(64) std::atomic<std::uint64_t> freed{0};
+    alignas(64) std::atomic<std::int64_t> peak{0};
+    std::int64_t in_use() const {
+      const std::uint64_t f = freed.load(std::memory_order_acquire);
+      return static_cast<std::int64_t>(allocated.load(std::memory_order_acquire) - f);
+    }
   };
   // Byte counts per device: a fixed slot for the first kIdsPerKind ids of each kind (lock-free),
   // and a map, under mem_more_mu_, for any higher id, so that no two devices share a count.
