@@ -127,7 +127,9 @@ void EngineImpl::destroy_var(VarBlock* v) {
   v->owner = nullptr;
   v->deleted.store(false, std::memory_order_relaxed);
   v->has_error.store(false, std::memory_order_relaxed);
-  v->running_reads = 0;
+  v->reads_issued = v->reads_done_seen = 0;
+  v->reads.store(0, std::memory_order_relaxed);
+  v->attention = false;
   v->write_running = false;
   v->head = v->tail = nullptr;
   v->orphaned = false;
@@ -141,14 +143,38 @@ void EngineImpl::destroy_var(VarBlock* v) {
 void EngineImpl::release_var(VarBlock* v) {
   if (v && v->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     bool idle;
+    ReadyList ready;
+    Settled settled;
+    // Read now: once orphaned is set and the lock released, the last op may free v.
+    EngineImpl* const e = v->owner;
     {
       std::lock_guard<SpinLock> lk(v->lock);
-      idle = v->idle();
-      // Ops still queued on it: the one that finishes last frees it.
-      if (!idle) v->orphaned = true;
+      // Idle: it can go now. (Checked before anything touches the engine, which may be gone
+      // when nothing is queued: a handle can outlive the Engine.)
+      idle = idle_now(v);
+      if (!idle) {
+        // Ops still queued on it: the one that finishes last frees it.
+        v->orphaned = true;
+        e->settle(v, ready, settled);
+      }
     }
-    if (idle) destroy_var(v);
+    if (idle) {
+      destroy_var(v);
+    } else {
+      e->after_settle(v, settled);
+      e->dispatch_all(ready);
+    }
   }
+}
+
+// Caller holds v->lock. Whether no access of v runs or waits, reading the count of completed
+// reads (the workers' line) only when the first line cannot tell.
+bool EngineImpl::idle_now(VarBlock* v) {
+  if (v->write_running || v->head != nullptr) return false;
+  if (v->reads_issued != v->reads_done_seen) {
+    v->reads_done_seen = v->reads.load(std::memory_order_acquire) >> 1;
+  }
+  return v->reads_issued == v->reads_done_seen;
 }
 
 void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) const {
@@ -307,18 +333,22 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
   // Grants made here are counted locally and taken off the op's counter in one atomic operation
   // at the end (with the push's own hold); workers completing earlier ops grant concurrently.
   int granted_here = 0;
+  ReadyList ready;  // stays empty in practice: see settle()
   for (int i = 0; i < n; ++i) {
     Access* a = &op->acc[i];
     VarBlock* v = a->var;
     v->lock.lock();
-    bool granted;
-    if (!a->write) {
-      granted = !v->write_running && v->head == nullptr;
-      if (granted) ++v->running_reads;
-    } else {
-      granted = !v->write_running && v->running_reads == 0 && v->head == nullptr;
-      if (granted) v->write_running = true;
+    bool granted = false;
+    if (!v->write_running && v->head == nullptr) {
+      if (!a->write) {
+        ++v->reads_issued;
+        granted = true;
+      } else if (idle_now(v)) {
+        v->write_running = true;
+        granted = true;
+      }
     }
+    Settled settled;
     if (granted) {
       capture_poison(a);
       ++granted_here;
@@ -327,11 +357,18 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
       if (v->tail) v->tail->next = a;
       else v->head = a;
       v->tail = a;
+      // A write behind running reads: the last of them grants it (or settle does, if they ended
+      // just now; grant() then takes it off op->wait, which push's hold keeps above zero).
+      settle(v, ready, settled);
     }
     v->lock.unlock();
+    // The caller holds a handle, so v is not orphaned, and not pending deletion unless another
+    // thread deletes it right now; then this runs what settle handed over.
+    after_settle(v, settled);
   }
   const int mine = granted_here + 1;
   if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) dispatch(op);
+  dispatch_all(ready);
 }
 
 // Caller holds a->var->lock. Poison is captured at grant time, so whether an op is skipped
@@ -354,40 +391,80 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 // (collected in `ready`), and a deletion waiting for the variable to go idle runs, before this
 // op counts as finished, so memory is back when waitall returns.
 void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
-  bool orphan_idle;
-  OpFunction deleter;
-  std::size_t deleted_bytes = 0;
+  if (!write) {
+    // A read: counted on the variable's second line, unless something waits for the reads to
+    // end (kAttention). Once the count is raised, v is not touched again: it may be freed.
+    std::uint64_t w = v->reads.load(std::memory_order_relaxed);
+    while (!(w & VarBlock::kAttention)) {
+      if (v->reads.compare_exchange_weak(w, w + VarBlock::kOneRead, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+        return;
+      }
+    }
+  }
+  Settled settled;
   {
     std::lock_guard<SpinLock> lk(v->lock);
-    if (write) complete_write_locked(v, ready);
-    else complete_read_locked(v, ready);
-    take_deleter(v, deleter, deleted_bytes);
-    orphan_idle = v->orphaned && v->idle();
+    if (write) {
+      complete_write_locked(v, ready);
+    } else {
+      // Counted under the lock, so that exactly one reader, the last, sees the reads end.
+      v->reads_done_seen =
+          (v->reads.fetch_add(VarBlock::kOneRead, std::memory_order_acq_rel) >> 1) + 1;
+    }
+    settle(v, ready, settled);
   }
-  run_deleter(deleter);
-  if (deleted_bytes) release_inflight(deleted_bytes);
-  if (orphan_idle) destroy_var(v);
+  after_settle(v, settled);
 }
 
-void EngineImpl::complete_read_locked(VarBlock* v, ReadyList& ready) {
-  if (--v->running_reads == 0 && v->head != nullptr) {
-    // invariant: with no write running, the queue's head is a write.
-    Access* a = v->head;
-    v->head = a->next;
-    if (!v->head) v->tail = nullptr;
-    v->write_running = true;
-    grant(a, ready);
+void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) {
+  for (;;) {
+    const bool waiting =
+        !v->write_running && (v->head != nullptr || v->orphaned || v->delete_pending);
+    if (!waiting) break;
+    if (v->reads_issued != v->reads_done_seen) {
+      // Reads may still run. Raising kAttention sends every later completion through the lock;
+      // the count it returns is exact, and stays so while we hold the lock.
+      std::uint64_t w;
+      if (v->attention) {
+        w = v->reads.load(std::memory_order_acquire);
+      } else {
+        w = v->reads.fetch_or(VarBlock::kAttention, std::memory_order_acq_rel);
+        v->attention = true;
+      }
+      v->reads_done_seen = w >> 1;
+      if (v->reads_issued != v->reads_done_seen) return;  // the last reader settles
+    }
+    // Nothing runs.
+    if (v->head != nullptr) {
+      // invariant: with no write running, the queue's head is a write.
+      Access* a = v->head;
+      v->head = a->next;
+      if (!v->head) v->tail = nullptr;
+      v->write_running = true;
+      grant(a, ready);
+      continue;
+    }
+    if (v->delete_pending) {
+      out.deleter = std::move(v->on_delete);
+      v->on_delete = nullptr;
+      v->delete_pending = false;
+      out.deleted_bytes = v->delete_bytes;
+      v->delete_bytes = 0;
+    }
+    out.destroy = v->orphaned;
+    break;
+  }
+  if (v->attention) {  // nothing waits for the reads any more
+    v->reads.fetch_and(~VarBlock::kAttention, std::memory_order_acq_rel);
+    v->attention = false;
   }
 }
 
-// Caller holds v->lock.
-void EngineImpl::take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes) {
-  if (v->delete_pending && v->idle()) {
-    out = std::move(v->on_delete);
-    v->delete_pending = false;
-    bytes = v->delete_bytes;
-    v->delete_bytes = 0;
-  }
+void EngineImpl::after_settle(VarBlock* v, Settled& s) {
+  run_deleter(s.deleter);
+  if (s.deleted_bytes) release_inflight(s.deleted_bytes);
+  if (s.destroy) destroy_var(v);
 }
 
 void EngineImpl::release_inflight(std::size_t bytes) {
@@ -416,16 +493,17 @@ void EngineImpl::notify_done_waiters() {
 
 void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
   v->write_running = false;
-  // Every consecutive read at the head may run together; then a write, once they are done.
+  // Every consecutive read at the head may run together; then a write, once they are done (no
+  // read ran during the write, so reads_done_seen is exact here).
   while (v->head && !v->head->write) {
     Access* a = v->head;
     v->head = a->next;
-    ++v->running_reads;
+    ++v->reads_issued;
     grant(a, ready);
   }
   if (!v->head) {
     v->tail = nullptr;
-  } else if (v->running_reads == 0) {
+  } else if (v->reads_issued == v->reads_done_seen) {
     Access* a = v->head;
     v->head = a->next;
     if (!v->head) v->tail = nullptr;
@@ -695,20 +773,24 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
   // access completes (see run_pending_delete), so it takes no queue slot and no hand-off. No new
   // access can arrive: pushing a deleted variable throws.
   bool now;
+  Settled settled;
+  ReadyList ready;  // stays empty: nothing is queued behind a deletion
   {
     std::lock_guard<SpinLock> lk(v->lock);
-    now = v->idle();
+    now = idle_now(v);
     if (!now) {
       v->on_delete = std::move(on_delete);
       v->delete_pending = true;
+      settle(v, ready, settled);  // the reads may have ended since idle_now looked
       // Storage kept alive by queued work counts toward the byte bound until it is freed.
-      if (bytes && max_bytes_.load(std::memory_order_relaxed)) {
+      if (v->delete_pending && bytes && max_bytes_.load(std::memory_order_relaxed)) {
         v->delete_bytes = bytes;
         pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
       }
     }
   }
   if (now) run_deleter(on_delete);
+  else after_settle(v, settled);
   var = Var();  // our handle: the variable itself lives until its accesses are done
 }
 

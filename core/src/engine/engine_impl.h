@@ -43,7 +43,20 @@ struct Access {
   bool write = false;
 };
 
-struct VarBlock {
+// A variable's state sits on two cache lines. The first, under `lock`, is written by pushers and
+// by whoever completes a write. The second holds the count of completed reads, which the worker
+// that completes a read raises without the lock and without touching the first line. So a
+// variable that ops only read (E5's x, a model's weights during inference) stays in the pushing
+// thread's cache: before this split, the pusher's grant and the worker's completion wrote one
+// line, which crossed between their cores twice per op (bench/README.md, "E5 on the Zen 4").
+//
+// Running reads are reads_issued - reads_done. A pusher that needs the exact count (a write, or
+// a deletion, must wait for the reads) reads the second line; reads_done_seen, a lower bound of
+// reads_done kept on the first line, spares that when it already equals reads_issued. When
+// something waits for the running reads to end (a queued write, a pending deletion, an orphaned
+// variable), `attention` is set in the second line's word: from then on, readers complete under
+// the lock, and the one that completes the last read resolves what waited (settle()).
+struct alignas(64) VarBlock {
   std::atomic<int> refs{1};  // Var handles (ops hold none: see orphaned)
   EngineImpl* owner = nullptr;
   std::uint64_t id = 0;
@@ -53,9 +66,12 @@ struct VarBlock {
   SpinLock lock;
   // Guarded by lock.
   // invariant: an ungranted read is queued only behind a write (granted or queued).
-  int running_reads = 0;       // granted reads not yet completed
-  bool write_running = false;  // a granted write not yet completed
-  Access* head = nullptr;      // FIFO of ungranted accesses
+  // invariant: while a write runs, no read runs (reads_issued == reads_done == reads_done_seen).
+  std::uint64_t reads_issued = 0;     // reads granted so far
+  std::uint64_t reads_done_seen = 0;  // a lower bound of reads_done
+  bool attention = false;             // mirrors kAttention in `reads`
+  bool write_running = false;         // a granted write not yet completed
+  Access* head = nullptr;             // FIFO of ungranted accesses
   Access* tail = nullptr;
   // Set when the last handle went while accesses were still queued: the op whose completion
   // leaves the variable idle frees it.
@@ -65,9 +81,17 @@ struct VarBlock {
   OpFunction on_delete;
   std::size_t delete_bytes = 0;  // counted in flight (pushed_bytes_) until on_delete has run
 
-  bool idle() const { return !write_running && running_reads == 0 && head == nullptr; }
-
   ErrorRef error;  // guarded by EngineImpl::err_mu_
+
+  // The second line: reads_done << 1 | kAttention.
+  static constexpr std::uint64_t kAttention = 1, kOneRead = 2;
+  alignas(64) std::atomic<std::uint64_t> reads{0};
+
+  // Idle as far as the first line tells: no access runs or waits. (Reads may have completed
+  // since reads_done_seen was updated; settle() reads the second line.)
+  bool idle_seen() const {
+    return !write_running && head == nullptr && reads_issued == reads_done_seen;
+  }
 };
 
 enum class OpKind : std::uint8_t { kNormal, kWait };
@@ -273,8 +297,18 @@ class EngineImpl {
   void grant(Access* a, ReadyList& ready);
   void capture_poison(Access* a);
   void complete_access(VarBlock* v, bool write, ReadyList& ready);
-  void complete_read_locked(VarBlock* v, ReadyList& ready);   // caller holds v->lock
   void complete_write_locked(VarBlock* v, ReadyList& ready);  // caller holds v->lock
+  // What a variable does once its running reads are over, or arranges for the last of them to
+  // do (VarBlock): grants a queued write, takes a pending deletion's on_delete, and says whether
+  // an orphaned variable is left idle (the caller frees it after unlocking). Caller holds v->lock.
+  struct Settled {
+    OpFunction deleter;
+    std::size_t deleted_bytes = 0;
+    bool destroy = false;
+  };
+  void settle(VarBlock* v, ReadyList& ready, Settled& out);
+  static bool idle_now(VarBlock* v);  // caller holds v->lock
+  void after_settle(VarBlock* v, Settled& s);  // runs the deleter, frees v; v->lock released
   void submit(OprBlock* op, int priority);  // counts and queues a validated op
   void dispatch(OprBlock* op);
   void dispatch_all(ReadyList& ready);
@@ -283,7 +317,6 @@ class EngineImpl {
   void run_async(OprBlock* op, int worker, int extra_refs = 0);
   void run_wait(OprBlock* op);
   static void run_deleter(OpFunction& on_delete);
-  static void take_deleter(VarBlock* v, OpFunction& out, std::size_t& bytes);
   // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
   void release_inflight(std::size_t bytes);
   // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
