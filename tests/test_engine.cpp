@@ -338,6 +338,51 @@ TEST_CASE("reads ending while two threads write, delete and drop variables: each
   CHECK(eng.stats().live_vars == live_before);
 }
 
+TEST_CASE("a deleted small variable whose op runs is freed after 16 more such deletions or at "
+          "waitall; a large one when its op ends", "[engine]") {
+  using detail::EngineImpl;
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  const std::uint64_t live_before = eng.stats().live_vars;
+  Gate gate;
+  std::atomic<int> freed_first{0};
+  {
+    Var v = eng.new_var(), gated = eng.new_var();
+    eng.push([&] { gate.wait(); }, {v}, {gated});
+    eng.delete_var(std::move(v), [&] { freed_first = 1; }, 64);  // small: waits on this side
+    gate.open = true;
+    eng.wait_to_read(gated);  // the op that read v is done
+    CHECK(freed_first.load() == 0);  // not yet: nothing came after it
+    // kDeferred more deletions of variables that queued ops use: the first one goes.
+    std::vector<Var> keep;
+    Gate gate2;
+    Var blocker = eng.new_var();
+    for (int i = 0; i < EngineImpl::kDeferred; ++i) {
+      Var w = eng.new_var();
+      eng.push([&] { gate2.wait(); }, {w}, {blocker});
+      eng.delete_var(w, {}, 64);
+    }
+    CHECK(freed_first.load() == 1);
+    CHECK(eng.stats().live_vars == live_before + 2 + EngineImpl::kDeferred);  // gated, blocker
+    gate2.open = true;
+    eng.waitall();  // frees the rest
+    CHECK(eng.stats().live_vars == live_before + 2);
+  }
+  CHECK(eng.stats().live_vars == live_before);
+
+  // A large one is freed by the worker that ends its last op, with no later call here.
+  Gate gate3;
+  std::atomic<bool> freed_large{false};
+  Var big = eng.new_var(), out = eng.new_var();
+  eng.push([&] { gate3.wait(); }, {big}, {out});
+  eng.delete_var(big, [&] { freed_large = true; }, EngineImpl::kDeferMaxBytes + 1);
+  big = Var();
+  gate3.open = true;
+  const auto t0 = clk::now();
+  while (!freed_large.load() && ms_since(t0) < 10000) sleep_ms(1);
+  CHECK(freed_large.load());
+  eng.waitall();
+}
+
 TEST_CASE("a handle may outlive its engine after reads of it completed", "[engine]") {
   Var v;
   {

@@ -272,8 +272,13 @@ class Engine {
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
-  // on_delete (if given): at once on the calling thread if nothing is queued on v, else on the
-  // thread that finishes v's last op. on_delete must not throw. Never blocks.
+  // on_delete (if given): at once on the calling thread if nothing is queued on v. Else, when
+  // `bytes` is at most 64 KiB (a small array dropped while its op may still run, as in a loop of
+  // y = x + 1), on a thread that deletes variables of this engine later: the 16th deletion after
+  // it, or the next waitall, deletes it if its ops are done (by then they nearly always are),
+  // else hands it to the thread that finishes its last op; a larger one goes to that thread at
+  // once. This keeps small deletions off the workers' cache lines (bench/README.md, "E5 on the
+  // Zen 4"). on_delete must not throw. Never blocks.
   // After this call, pushing v throws. Deleting twice throws. `bytes`: the storage on_delete
   // frees; while the deletion waits for queued ops, it counts toward the byte bound of
   // set_max_inflight (memory that queued work keeps alive).

@@ -127,10 +127,8 @@ void EngineImpl::destroy_var(VarBlock* v) {
   v->owner = nullptr;
   v->deleted.store(false, std::memory_order_relaxed);
   v->has_error.store(false, std::memory_order_relaxed);
-  v->reads_issued = v->reads_done_seen = 0;
-  v->reads.store(0, std::memory_order_relaxed);
-  v->attention = false;
-  v->write_running = false;
+  // invariant: idle, so issued == done_seen == done and nothing waits (attention is clear). The
+  // counts stay: resetting the second line would write a line the last worker holds.
   v->head = v->tail = nullptr;
   v->orphaned = false;
   v->delete_pending = false;
@@ -167,14 +165,15 @@ void EngineImpl::release_var(VarBlock* v) {
   }
 }
 
-// Caller holds v->lock. Whether no access of v runs or waits, reading the count of completed
-// reads (the workers' line) only when the first line cannot tell.
 bool EngineImpl::idle_now(VarBlock* v) {
-  if (v->write_running || v->head != nullptr) return false;
-  if (v->reads_issued != v->reads_done_seen) {
-    v->reads_done_seen = v->reads.load(std::memory_order_acquire) >> 1;
-  }
-  return v->reads_issued == v->reads_done_seen;
+  if (v->head != nullptr) return false;
+  if (v->issued != v->done_seen) v->done_seen = v->done.load(std::memory_order_acquire) >> 1;
+  return v->issued == v->done_seen;
+}
+
+bool EngineImpl::write_running_now(VarBlock* v) {
+  if (v->done_seen < v->write_mark) v->done_seen = v->done.load(std::memory_order_acquire) >> 1;
+  return v->done_seen < v->write_mark;
 }
 
 void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) const {
@@ -339,13 +338,13 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
     VarBlock* v = a->var;
     v->lock.lock();
     bool granted = false;
-    if (!v->write_running && v->head == nullptr) {
+    if (v->head == nullptr) {
       if (!a->write) {
-        ++v->reads_issued;
-        granted = true;
-      } else if (idle_now(v)) {
-        v->write_running = true;
-        granted = true;
+        granted = !write_running_now(v);
+        if (granted) ++v->issued;
+      } else {
+        granted = idle_now(v);
+        if (granted) v->write_mark = ++v->issued;
       }
     }
     Settled settled;
@@ -357,8 +356,8 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
       if (v->tail) v->tail->next = a;
       else v->head = a;
       v->tail = a;
-      // A write behind running reads: the last of them grants it (or settle does, if they ended
-      // just now; grant() then takes it off op->wait, which push's hold keeps above zero).
+      // The last running access grants it (or settle does, if they all ended just now; grant()
+      // then takes it off op->wait, which push's hold keeps above zero).
       settle(v, ready, settled);
     }
     v->lock.unlock();
@@ -390,28 +389,21 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 // Completes one access of a finished op: the variable grants what it can to its queued ops
 // (collected in `ready`), and a deletion waiting for the variable to go idle runs, before this
 // op counts as finished, so memory is back when waitall returns.
-void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
-  if (!write) {
-    // A read: counted on the variable's second line, unless something waits for the reads to
-    // end (kAttention). Once the count is raised, v is not touched again: it may be freed.
-    std::uint64_t w = v->reads.load(std::memory_order_relaxed);
-    while (!(w & VarBlock::kAttention)) {
-      if (v->reads.compare_exchange_weak(w, w + VarBlock::kOneRead, std::memory_order_acq_rel,
-                                         std::memory_order_relaxed)) {
-        return;
-      }
+void EngineImpl::complete_access(VarBlock* v, ReadyList& ready) {
+  // Counted on the variable's second line, unless something waits for the running accesses to
+  // end (kAttention). Once the count is raised, v is not touched again: it may be freed.
+  std::uint64_t w = v->done.load(std::memory_order_relaxed);
+  while (!(w & VarBlock::kAttention)) {
+    if (v->done.compare_exchange_weak(w, w + VarBlock::kOneDone, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+      return;
     }
   }
   Settled settled;
   {
     std::lock_guard<SpinLock> lk(v->lock);
-    if (write) {
-      complete_write_locked(v, ready);
-    } else {
-      // Counted under the lock, so that exactly one reader, the last, sees the reads end.
-      v->reads_done_seen =
-          (v->reads.fetch_add(VarBlock::kOneRead, std::memory_order_acq_rel) >> 1) + 1;
-    }
+    // Counted under the lock, so that exactly one completion, the last, sees the accesses end.
+    v->done_seen = (v->done.fetch_add(VarBlock::kOneDone, std::memory_order_acq_rel) >> 1) + 1;
     settle(v, ready, settled);
   }
   after_settle(v, settled);
@@ -419,29 +411,38 @@ void EngineImpl::complete_access(VarBlock* v, bool write, ReadyList& ready) {
 
 void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) {
   for (;;) {
-    const bool waiting =
-        !v->write_running && (v->head != nullptr || v->orphaned || v->delete_pending);
-    if (!waiting) break;
-    if (v->reads_issued != v->reads_done_seen) {
-      // Reads may still run. Raising kAttention sends every later completion through the lock;
-      // the count it returns is exact, and stays so while we hold the lock.
+    if (v->head == nullptr && !v->orphaned && !v->delete_pending) break;  // nothing waits
+    if (v->issued != v->done_seen) {
+      // Accesses may still run. Raising kAttention sends every later completion through the
+      // lock; the count it returns is exact, and stays so while we hold the lock.
       std::uint64_t w;
       if (v->attention) {
-        w = v->reads.load(std::memory_order_acquire);
+        w = v->done.load(std::memory_order_acquire);
       } else {
-        w = v->reads.fetch_or(VarBlock::kAttention, std::memory_order_acq_rel);
+        w = v->done.fetch_or(VarBlock::kAttention, std::memory_order_acq_rel);
         v->attention = true;
       }
-      v->reads_done_seen = w >> 1;
-      if (v->reads_issued != v->reads_done_seen) return;  // the last reader settles
+      v->done_seen = w >> 1;
     }
+    Access* a = v->head;
+    const bool write_runs = v->done_seen < v->write_mark;
+    if (a != nullptr && !a->write && !write_runs) {
+      // Reads behind a write that has ended: every consecutive one runs, together.
+      while (v->head && !v->head->write) {
+        a = v->head;
+        v->head = a->next;
+        ++v->issued;
+        grant(a, ready);
+      }
+      if (!v->head) v->tail = nullptr;
+      continue;
+    }
+    if (v->issued != v->done_seen) return;  // the last running access settles
     // Nothing runs.
-    if (v->head != nullptr) {
-      // invariant: with no write running, the queue's head is a write.
-      Access* a = v->head;
+    if (a != nullptr) {  // a write (reads at the head were granted above)
       v->head = a->next;
       if (!v->head) v->tail = nullptr;
-      v->write_running = true;
+      v->write_mark = ++v->issued;
       grant(a, ready);
       continue;
     }
@@ -455,8 +456,8 @@ void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) {
     out.destroy = v->orphaned;
     break;
   }
-  if (v->attention) {  // nothing waits for the reads any more
-    v->reads.fetch_and(~VarBlock::kAttention, std::memory_order_acq_rel);
+  if (v->attention) {  // nothing waits for the running accesses any more
+    v->done.fetch_and(~VarBlock::kAttention, std::memory_order_acq_rel);
     v->attention = false;
   }
 }
@@ -489,27 +490,6 @@ void EngineImpl::notify_done_waiters() {
   if (!wake) return;
   std::lock_guard<std::mutex> lk(done_mu_);
   done_cv_.notify_all();
-}
-
-void EngineImpl::complete_write_locked(VarBlock* v, ReadyList& ready) {
-  v->write_running = false;
-  // Every consecutive read at the head may run together; then a write, once they are done (no
-  // read ran during the write, so reads_done_seen is exact here).
-  while (v->head && !v->head->write) {
-    Access* a = v->head;
-    v->head = a->next;
-    ++v->reads_issued;
-    grant(a, ready);
-  }
-  if (!v->head) {
-    v->tail = nullptr;
-  } else if (v->reads_issued == v->reads_done_seen) {
-    Access* a = v->head;
-    v->head = a->next;
-    if (!v->head) v->tail = nullptr;
-    v->write_running = true;
-    grant(a, ready);
-  }
 }
 
 void EngineImpl::dispatch(OprBlock* op) {
@@ -641,8 +621,7 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   // counts as finished, and only then do the granted ops run (a wait_to_read among them returns).
   // So when waitall or a wait returns, stats already include this op and its memory is back.
   ReadyList ready;
-  for (int i = 0; i < op->nreads; ++i) complete_access(op->acc[i].var, false, ready);
-  for (int i = 0; i < op->nwrites; ++i) complete_access(op->acc[op->nreads + i].var, true, ready);
+  for (int i = 0; i < op->nreads + op->nwrites; ++i) complete_access(op->acc[i].var, ready);
   const std::size_t bytes = op->bytes;
   if (recycle) free_op(op);
   if (bytes) finished_bytes_.fetch_add(bytes, std::memory_order_release);
@@ -663,7 +642,7 @@ void EngineImpl::run_wait(OprBlock* op) {
     err = take_error(v);
   }
   ReadyList ready;
-  complete_access(v, false, ready);
+  complete_access(v, ready);
   free_op(op);
   notify_done_waiters();  // a deletion it released may unblock a bounded push
   dispatch_all(ready);
@@ -706,7 +685,7 @@ void EngineImpl::wait_to_read(const Var& var) {
   WaitSignal sig;
   {
     std::unique_lock<SpinLock> lk(v->lock);
-    if (!v->write_running && v->head == nullptr) {
+    if (v->head == nullptr && !write_running_now(v)) {
       // Fast path: no write pending, nothing to wait for.
       err = take_error(v);
     } else {
@@ -721,7 +700,13 @@ void EngineImpl::wait_to_read(const Var& var) {
       if (v->tail) v->tail->next = &op->acc[0];
       else v->head = &op->acc[0];
       v->tail = &op->acc[0];
+      // The running write's completion grants it (or this does, if the write ended just now).
+      ReadyList ready;
+      Settled settled;
+      settle(v, ready, settled);
       lk.unlock();
+      after_settle(v, settled);  // nothing, unless another thread deletes v right now
+      dispatch_all(ready);
       err = sig.wait(kWaitSpin);
     }
   }
@@ -746,6 +731,7 @@ void EngineImpl::waitall() {
     done_cv_.wait(lk, done);
     done_waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
+  retire_all_deferred();  // their ops are done: memory is back when waitall returns
   ErrorRef first;
   std::size_t count = 0;
   {
@@ -770,28 +756,96 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
     throw Error("delete_var: variable " + std::to_string(v->id) + " was already deleted");
   }
   // Deletion is not an op: on_delete waits on the variable itself and runs when its last queued
-  // access completes (see run_pending_delete), so it takes no queue slot and no hand-off. No new
-  // access can arrive: pushing a deleted variable throws.
-  bool now;
+  // access completes, so it takes no queue slot and no hand-off. No new access can arrive:
+  // pushing a deleted variable throws.
+  const bool small = bytes <= kDeferMaxBytes && kind_ == EngineKind::kThreaded;
+  {
+    std::unique_lock<SpinLock> lk(v->lock);
+    // A small variable is deferred unless the first line alone says it is idle: asking the
+    // second (idle_now) would wait for a line a worker has just written.
+    if (idle_now(v)) {
+      lk.unlock();
+      run_deleter(on_delete);
+      return;  // var's handle goes here, and with it the variable
+    }
+  }
+  if (small) {
+    defer_delete(std::move(var), std::move(on_delete));
+  } else {
+    delete_when_idle(std::move(var), std::move(on_delete), bytes);
+  }
+}
+
+// The deletion waits on the variable: the access that completes last runs it (settle).
+void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes) {
+  VarBlock* v = peek(var);
   Settled settled;
   ReadyList ready;  // stays empty: nothing is queued behind a deletion
   {
     std::lock_guard<SpinLock> lk(v->lock);
-    now = idle_now(v);
-    if (!now) {
-      v->on_delete = std::move(on_delete);
-      v->delete_pending = true;
-      settle(v, ready, settled);  // the reads may have ended since idle_now looked
-      // Storage kept alive by queued work counts toward the byte bound until it is freed.
-      if (v->delete_pending && bytes && max_bytes_.load(std::memory_order_relaxed)) {
-        v->delete_bytes = bytes;
-        pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-      }
+    v->on_delete = std::move(on_delete);
+    v->delete_pending = true;
+    settle(v, ready, settled);  // takes on_delete back if the accesses ended just now
+    // Storage kept alive by queued work counts toward the byte bound until it is freed.
+    if (v->delete_pending && bytes && max_bytes_.load(std::memory_order_relaxed)) {
+      v->delete_bytes = bytes;
+      pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     }
   }
-  if (now) run_deleter(on_delete);
-  else after_settle(v, settled);
+  after_settle(v, settled);
   var = Var();  // our handle: the variable itself lives until its accesses are done
+}
+
+// A small variable dropped while its last op may still run (E5's y = x + 1 drops the previous y
+// one step after pushing the op that writes it) waits in a short FIFO on the deleting side, with
+// its handle, instead of on the variable: when kDeferred more have come, or at waitall, the
+// oldest is deleted here if its ops are done, which by then they nearly always are. So the
+// worker completes its access without the lock, and the deletion, the free and the variable's
+// record stay on the thread that made them (bench/README.md, "E5 on the Zen 4"). Waiting on the
+// variable instead cost two cache-line transfers more per op: the pusher's kAttention on the
+// worker's line, the worker's lock on the pusher's.
+void EngineImpl::defer_delete(Var var, OpFunction on_delete) {
+  DeferredDelete oldest;
+  {
+    std::lock_guard<SpinLock> lk(deferred_lock_);
+    if (deferred_count_ == kDeferred) {
+      oldest = std::move(deferred_[deferred_first_]);
+      deferred_first_ = (deferred_first_ + 1) % kDeferred;
+      --deferred_count_;
+    }
+    deferred_[(deferred_first_ + deferred_count_) % kDeferred] =
+        DeferredDelete{std::move(var), std::move(on_delete)};
+    ++deferred_count_;
+  }
+  if (oldest.var) retire_deferred(oldest);
+}
+
+void EngineImpl::retire_deferred(DeferredDelete& d) {
+  VarBlock* v = peek(d.var);
+  bool now;
+  {
+    std::lock_guard<SpinLock> lk(v->lock);
+    now = idle_now(v);
+  }
+  if (now) {
+    run_deleter(d.on_delete);
+    d.var = Var();
+  } else {
+    delete_when_idle(std::move(d.var), std::move(d.on_delete), 0);
+  }
+}
+
+void EngineImpl::retire_all_deferred() {
+  DeferredDelete batch[kDeferred];
+  int n = 0;
+  {
+    std::lock_guard<SpinLock> lk(deferred_lock_);
+    for (; deferred_count_ > 0; --deferred_count_) {
+      batch[n++] = std::move(deferred_[deferred_first_]);
+      deferred_first_ = (deferred_first_ + 1) % kDeferred;
+    }
+  }
+  for (int i = 0; i < n; ++i) retire_deferred(batch[i]);
 }
 
 void EngineImpl::run_deleter(OpFunction& on_delete) {

@@ -43,19 +43,22 @@ struct Access {
   bool write = false;
 };
 
-// A variable's state sits on two cache lines. The first, under `lock`, is written by pushers and
-// by whoever completes a write. The second holds the count of completed reads, which the worker
-// that completes a read raises without the lock and without touching the first line. So a
-// variable that ops only read (E5's x, a model's weights during inference) stays in the pushing
-// thread's cache: before this split, the pusher's grant and the worker's completion wrote one
-// line, which crossed between their cores twice per op (bench/README.md, "E5 on the Zen 4").
+// A variable's state sits on two cache lines. The first, under `lock`, is written by the threads
+// that push (grants, the queue, deletion); the second holds the count of completed accesses,
+// which the worker that completes one raises without the lock and without touching the first
+// line. So in a loop like E5's (y = x + 1), x (only read) and each new y (written once, then
+// dropped) stay in the pushing thread's cache: before, the pusher's grant and the worker's
+// completion both wrote the one line, which crossed between their cores twice per variable per
+// op (bench/README.md, "E5 on the Zen 4").
 //
-// Running reads are reads_issued - reads_done. A pusher that needs the exact count (a write, or
-// a deletion, must wait for the reads) reads the second line; reads_done_seen, a lower bound of
-// reads_done kept on the first line, spares that when it already equals reads_issued. When
-// something waits for the running reads to end (a queued write, a pending deletion, an orphaned
-// variable), `attention` is set in the second line's word: from then on, readers complete under
-// the lock, and the one that completes the last read resolves what waited (settle()).
+// Accesses running = issued - done. A write is granted only when none runs, so while one runs it
+// is the only access running, and it is running exactly while done < write_mark (the value of
+// issued just after its grant). A pusher that needs the exact count reads the second line;
+// done_seen, a lower bound of done kept on the first line, spares that when it already says
+// enough. When something waits for the running accesses to end (a queued access, a pending
+// deletion, an orphaned variable), `attention` is set in the second line's word: from then on
+// accesses complete under the lock, and the one that completes the last resolves what waited
+// (EngineImpl::settle). The counts only grow, also across a record's reuse (recycler.h).
 struct alignas(64) VarBlock {
   std::atomic<int> refs{1};  // Var handles (ops hold none: see orphaned)
   EngineImpl* owner = nullptr;
@@ -65,13 +68,12 @@ struct alignas(64) VarBlock {
 
   SpinLock lock;
   // Guarded by lock.
-  // invariant: an ungranted read is queued only behind a write (granted or queued).
-  // invariant: while a write runs, no read runs (reads_issued == reads_done == reads_done_seen).
-  std::uint64_t reads_issued = 0;     // reads granted so far
-  std::uint64_t reads_done_seen = 0;  // a lower bound of reads_done
-  bool attention = false;             // mirrors kAttention in `reads`
-  bool write_running = false;         // a granted write not yet completed
-  Access* head = nullptr;             // FIFO of ungranted accesses
+  // invariant: an ungranted read is queued only behind a write (running or queued).
+  std::uint64_t issued = 0;      // accesses granted
+  std::uint64_t write_mark = 0;  // issued just after the last write's grant
+  std::uint64_t done_seen = 0;   // a lower bound of the completed accesses (the second line)
+  bool attention = false;        // mirrors kAttention in `done`
+  Access* head = nullptr;        // FIFO of ungranted accesses
   Access* tail = nullptr;
   // Set when the last handle went while accesses were still queued: the op whose completion
   // leaves the variable idle frees it.
@@ -83,15 +85,9 @@ struct alignas(64) VarBlock {
 
   ErrorRef error;  // guarded by EngineImpl::err_mu_
 
-  // The second line: reads_done << 1 | kAttention.
-  static constexpr std::uint64_t kAttention = 1, kOneRead = 2;
-  alignas(64) std::atomic<std::uint64_t> reads{0};
-
-  // Idle as far as the first line tells: no access runs or waits. (Reads may have completed
-  // since reads_done_seen was updated; settle() reads the second line.)
-  bool idle_seen() const {
-    return !write_running && head == nullptr && reads_issued == reads_done_seen;
-  }
+  // The second line: completed accesses << 1 | kAttention.
+  static constexpr std::uint64_t kAttention = 1, kOneDone = 2;
+  alignas(64) std::atomic<std::uint64_t> done{0};
 };
 
 enum class OpKind : std::uint8_t { kNormal, kWait };
@@ -208,26 +204,29 @@ class DevicePool {
 
   EngineImpl* engine_;
   Device device_;
+  const int max_spinners_;  // this machine's cores: the most that spin after a parallel_for (wasm)
   std::vector<std::thread> threads_;
 
-  SpinLock qlock_;
+  // What every push and every idle worker touch, on one cache line: the FIFO and its lock, the
+  // counts a spinning worker watches, and the parking counts a push reads to decide whether to
+  // wake one. A push then moves one line between the pusher's and the worker's cores, not three
+  // (bench/README.md, "E5 on the Zen 4").
+  alignas(64) SpinLock qlock_;
   OprBlock* fifo_head_ = nullptr;  // priority-0 ops, FIFO
   OprBlock* fifo_tail_ = nullptr;
-  std::vector<OprBlock*> heap_;    // ops with priority != 0, a max-heap on (priority, -seq)
   std::atomic<int> queued_{0};
-
-  SpinLock jobs_lock_;
-  std::vector<ParallelJob*> jobs_;
   std::atomic<int> njobs_{0};
-
   // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
   // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
-  std::mutex park_mu_;
-  std::condition_variable park_cv_;
   std::atomic<int> sleepers_{0};
   std::atomic<int> spinners_{0};
-  const int max_spinners_;  // this machine's cores: the most that spin after a parallel_for (wasm)
   std::atomic<bool> stop_{false};
+
+  alignas(64) std::vector<OprBlock*> heap_;  // ops with priority != 0, a max-heap on (priority, -seq)
+  SpinLock jobs_lock_;
+  std::vector<ParallelJob*> jobs_;
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
 };
 
 class EngineImpl {
@@ -257,6 +256,10 @@ class EngineImpl {
   void wait_to_read(const Var& v);
   void waitall();
   void delete_var(Var v, OpFunction on_delete, std::size_t bytes);
+  // Deletions of small variables whose ops may still run wait in a FIFO of kDeferred on the
+  // deleting side (engine_impl.cpp, defer_delete); waitall empties it.
+  static constexpr int kDeferred = 16;
+  static constexpr std::size_t kDeferMaxBytes = std::size_t(64) << 10;
   void set_max_inflight(std::size_t ops, std::size_t bytes,
                         BoundSource source = BoundSource::kUser);
   void reset_max_inflight();
@@ -296,18 +299,20 @@ class EngineImpl {
   void enqueue_accesses(OprBlock* op);
   void grant(Access* a, ReadyList& ready);
   void capture_poison(Access* a);
-  void complete_access(VarBlock* v, bool write, ReadyList& ready);
-  void complete_write_locked(VarBlock* v, ReadyList& ready);  // caller holds v->lock
-  // What a variable does once its running reads are over, or arranges for the last of them to
-  // do (VarBlock): grants a queued write, takes a pending deletion's on_delete, and says whether
-  // an orphaned variable is left idle (the caller frees it after unlocking). Caller holds v->lock.
+  void complete_access(VarBlock* v, ReadyList& ready);
+  // What a variable does when its running accesses end, or arranges for the last of them to do
+  // (VarBlock): grants queued accesses that may run, takes a pending deletion's on_delete, and
+  // says whether an orphaned variable is left idle (the caller frees it after unlocking). Caller
+  // holds v->lock.
   struct Settled {
     OpFunction deleter;
     std::size_t deleted_bytes = 0;
     bool destroy = false;
   };
   void settle(VarBlock* v, ReadyList& ready, Settled& out);
-  static bool idle_now(VarBlock* v);  // caller holds v->lock
+  // Caller holds v->lock. Exact answers, reading the second line only when the first cannot tell.
+  static bool idle_now(VarBlock* v);           // no access runs or waits
+  static bool write_running_now(VarBlock* v);  // a write runs
   void after_settle(VarBlock* v, Settled& s);  // runs the deleter, frees v; v->lock released
   void submit(OprBlock* op, int priority);  // counts and queues a validated op
   void dispatch(OprBlock* op);
@@ -317,6 +322,14 @@ class EngineImpl {
   void run_async(OprBlock* op, int worker, int extra_refs = 0);
   void run_wait(OprBlock* op);
   static void run_deleter(OpFunction& on_delete);
+  struct DeferredDelete {
+    Var var;
+    OpFunction on_delete;
+  };
+  void delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes);
+  void defer_delete(Var var, OpFunction on_delete);
+  void retire_deferred(DeferredDelete& d);
+  void retire_all_deferred();
   // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
   void release_inflight(std::size_t bytes);
   // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
@@ -365,7 +378,12 @@ class EngineImpl {
   std::atomic<std::uint64_t> push_waits_{0};
   std::atomic<std::uint64_t> seq_{0};
 
-  std::mutex done_mu_;  // waitall and backpressure sleepers
+  // Written by the threads that delete variables only (defer_delete).
+  alignas(64) SpinLock deferred_lock_;
+  int deferred_first_ = 0, deferred_count_ = 0;  // guarded by deferred_lock_
+  DeferredDelete deferred_[kDeferred];
+
+  alignas(64) std::mutex done_mu_;  // waitall and backpressure sleepers
   std::condition_variable done_cv_;
   std::atomic<int> done_waiters_{0};
 
