@@ -272,16 +272,21 @@ class Engine {
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
-  // on_delete (if given): at once on the calling thread if nothing is queued on v. Else, when
-  // `bytes` is at most 64 KiB (a small array dropped while its op may still run, as in a loop of
-  // y = x + 1), on a thread that deletes variables of this engine later: the 16th deletion after
-  // it, or the next waitall, deletes it if its ops are done (by then they nearly always are),
-  // else hands it to the thread that finishes its last op; a larger one goes to that thread at
-  // once. This keeps small deletions off the workers' cache lines (bench/README.md, "E5 on the
-  // Zen 4"). on_delete must not throw. Never blocks.
+  // on_delete (if given). When, and on which thread:
+  //   - `bytes` above 64 KiB: at once on the calling thread if nothing is queued on v, else on
+  //     the thread that finishes v's last op;
+  //   - `bytes` at most 64 KiB (a small array, as in a loop of y = x + 1 that drops the previous
+  //     y): at once if the engine knows without asking a worker that v is idle (for example, no
+  //     op used it). Else v waits, unasked, in a list of up to 16 on this engine: the deletion
+  //     that finds the list full takes the oldest, the next waitall takes all, and each is
+  //     deleted then on that thread if its ops are done (by then they nearly always are), else
+  //     on the thread that finishes its last op. Asking at once would wait for a cache line
+  //     that a worker has just written (bench/README.md, "E5 on the Zen 4").
+  // on_delete must not throw. Never blocks.
   // After this call, pushing v throws. Deleting twice throws. `bytes`: the storage on_delete
   // frees; while the deletion waits for queued ops, it counts toward the byte bound of
-  // set_max_inflight (memory that queued work keeps alive).
+  // set_max_inflight (memory that queued work keeps alive), except in the list of 16 (at most
+  // 1 MiB).
   void delete_var(Var v, OpFunction on_delete = {}, std::size_t bytes = 0);
 
   // Bounds the work in flight: push blocks while `ops` ops are pending, or while the bytes that

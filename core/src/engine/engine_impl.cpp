@@ -213,6 +213,21 @@ void recycle_op(OprBlock* op) {
 }
 }  // namespace
 
+// The next push's op record was freed by a worker, which wrote it last: asking for its lines now,
+// in the background, spares the next push the wait (its first locked instruction would wait for
+// every store to them).
+void EngineImpl::prefetch_for_write(OprBlock* op) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (op == nullptr) return;
+  const char* p = reinterpret_cast<const char*>(op);
+  for (std::size_t off = 0; off < sizeof(OprBlock); off += 64) {
+    asm volatile("prefetchw %0" : : "m"(*(p + off)));
+  }
+#else
+  (void)op;
+#endif
+}
+
 OprBlock* EngineImpl::new_op(int nacc) {
   OprBlock* op = alloc_op();
   if (nacc <= 4) {
@@ -277,6 +292,7 @@ void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const
   } else {
     if (!Engine::on_worker_thread()) backpressure(op->bytes);
     submit(op, opts.priority);
+    prefetch_for_write(Recycler<OprBlock>::peek());
   }
 }
 
@@ -761,10 +777,9 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
   const bool small = bytes <= kDeferMaxBytes && kind_ == EngineKind::kThreaded;
   {
     std::unique_lock<SpinLock> lk(v->lock);
-    // Idle: deleted here, now. (For a small variable, skipping this check and deferring every
-    // one measured slower: the check's read of the worker's line is paid later anyway, and a
-    // block freed now is the next one allocated, still in this core's cache.)
-    if (idle_now(v)) {
+    // A small variable is deferred unless the first line alone says it is idle: asking the
+    // second (idle_now) would wait for a line a worker may have just written.
+    if (small ? v->head == nullptr && v->issued == v->done_seen : idle_now(v)) {
       lk.unlock();
       run_deleter(on_delete);
       return;  // var's handle goes here, and with it the variable
@@ -797,14 +812,17 @@ void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t byt
   var = Var();  // our handle: the variable itself lives until its accesses are done
 }
 
-// A small variable dropped while its last op may still run (E5's y = x + 1 drops the previous y
-// one step after pushing the op that writes it) waits in a short FIFO on the deleting side, with
-// its handle, instead of on the variable: when kDeferred more have come, or at waitall, the
-// oldest is deleted here if its ops are done, which by then they nearly always are. So the
-// worker completes its access without the lock, and the deletion, the free and the variable's
-// record stay on the thread that made them (bench/README.md, "E5 on the Zen 4"). Waiting on the
-// variable instead cost two cache-line transfers more per op: the pusher's kAttention on the
-// worker's line, the worker's lock on the pusher's.
+// A small variable whose ops may still run (E5's y = x + 1 drops the previous y one step after
+// pushing the op that writes it) waits in a FIFO of kDeferred on the deleting side, with its
+// handle, instead of on the variable; when kDeferred more have come, or at waitall, the oldest is
+// deleted here if its ops are done, which by then they nearly always are. So:
+//   - the worker completes its access without the lock: nothing waits on the variable;
+//   - the free and the variable's record stay on the thread that made them;
+//   - whether it is idle is asked of the worker's line kDeferred deletions later, with the line
+//     fetched in the background one deletion before (the prefetch below), not waited for.
+// Waiting on the variable instead cost two line transfers more per op (the pusher's kAttention on
+// the worker's line, the worker's lock on the pusher's), and asking at once one exposed transfer
+// (bench/README.md, "E5 on the Zen 4").
 void EngineImpl::defer_delete(Var var, OpFunction on_delete) {
   DeferredDelete oldest;
   {
@@ -817,6 +835,11 @@ void EngineImpl::defer_delete(Var var, OpFunction on_delete) {
     deferred_[(deferred_first_ + deferred_count_) % kDeferred] =
         DeferredDelete{std::move(var), std::move(on_delete)};
     ++deferred_count_;
+    // The next to go: its count of completed accesses, which a worker wrote, is fetched now, in
+    // the background, rather than waited for then.
+    if (deferred_count_ == kDeferred) {
+      __builtin_prefetch(&peek(deferred_[deferred_first_].var)->done);
+    }
   }
   if (oldest.var) retire_deferred(oldest);
 }

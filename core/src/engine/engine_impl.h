@@ -294,6 +294,7 @@ class EngineImpl {
   void backpressure(std::size_t bytes);
 
   OprBlock* new_op(int nacc);
+  static void prefetch_for_write(OprBlock* op);
   void free_op(OprBlock* op);
   // Appends op's accesses to its variables' queues; dispatches it if all were granted.
   void enqueue_accesses(OprBlock* op);

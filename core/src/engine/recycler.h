@@ -46,6 +46,16 @@ class Recycler {
 #endif
   }
 
+  // The T the next get() on this thread returns, if one is cached; nullptr otherwise.
+  static T* peek() {
+#if ASYNCND_RECYCLE
+    auto& c = cache().free;
+    return c.empty() ? nullptr : c.back();
+#else
+    return nullptr;
+#endif
+  }
+
   // Takes back a T whose state the caller has reset to what get() promises its callers.
   static void put(T* p) {
 #if ASYNCND_RECYCLE
