@@ -338,8 +338,9 @@ TEST_CASE("reads ending while two threads write, delete and drop variables: each
   CHECK(eng.stats().live_vars == live_before);
 }
 
-TEST_CASE("a deleted small variable whose op runs is freed after 16 more such deletions or at "
-          "waitall; a large one when its op ends", "[engine]") {
+TEST_CASE("an array's small variable, deleted while its op runs, is freed after 16 more such "
+          "deletions or at waitall; a large one, or any through Engine::delete_var, when its op "
+          "ends", "[engine]") {
   using detail::EngineImpl;
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   const std::uint64_t live_before = eng.stats().live_vars;
@@ -348,7 +349,9 @@ TEST_CASE("a deleted small variable whose op runs is freed after 16 more such de
   {
     Var v = eng.new_var(), gated = eng.new_var();
     eng.push([&] { gate.wait(); }, {v}, {gated});
-    eng.delete_var(std::move(v), [&] { freed_first = 1; }, 64);  // small: waits on this side
+    // The path an array's storage takes (Chunk): a small one waits on this side.
+    EngineImpl& impl = detail::EngineAccess::impl(eng);
+    impl.delete_var(std::move(v), [&] { freed_first = 1; }, 64, /*may_defer=*/true);
     gate.open = true;
     eng.wait_to_read(gated);  // the op that read v is done
     CHECK(freed_first.load() == 0);  // not yet: nothing came after it
@@ -359,7 +362,7 @@ TEST_CASE("a deleted small variable whose op runs is freed after 16 more such de
     for (int i = 0; i < EngineImpl::kDeferred; ++i) {
       Var w = eng.new_var();
       eng.push([&] { gate2.wait(); }, {w}, {blocker});
-      eng.delete_var(w, {}, 64);
+      impl.delete_var(w, {}, 64, true);
     }
     CHECK(freed_first.load() == 1);
     CHECK(eng.stats().live_vars == live_before + 2 + EngineImpl::kDeferred);  // gated, blocker
@@ -374,12 +377,25 @@ TEST_CASE("a deleted small variable whose op runs is freed after 16 more such de
   std::atomic<bool> freed_large{false};
   Var big = eng.new_var(), out = eng.new_var();
   eng.push([&] { gate3.wait(); }, {big}, {out});
-  eng.delete_var(big, [&] { freed_large = true; }, EngineImpl::kDeferMaxBytes + 1);
+  detail::EngineAccess::impl(eng).delete_var(big, [&] { freed_large = true; },
+                                            EngineImpl::kDeferMaxBytes + 1, true);
   big = Var();
   gate3.open = true;
   const auto t0 = clk::now();
   while (!freed_large.load() && ms_since(t0) < 10000) sleep_ms(1);
   CHECK(freed_large.load());
+
+  // Engine::delete_var never defers, whatever the size: callers use on_delete as the signal that
+  // the ops are done (the WebAssembly package's data() does).
+  Gate gate4;
+  std::atomic<bool> signalled{false};
+  Var small = eng.new_var(), out2 = eng.new_var();
+  eng.push([&] { gate4.wait(); }, {small}, {out2});
+  eng.delete_var(std::move(small), [&] { signalled = true; }, 0);
+  gate4.open = true;
+  const auto t1 = clk::now();
+  while (!signalled.load() && ms_since(t1) < 10000) sleep_ms(1);
+  CHECK(signalled.load());
   eng.waitall();
 }
 

@@ -272,21 +272,15 @@ class Engine {
   void waitall();
 
   // Deletes v once every op pushed before this call that uses it has finished, and then runs
-  // on_delete (if given). When, and on which thread:
-  //   - `bytes` above 64 KiB: at once on the calling thread if nothing is queued on v, else on
-  //     the thread that finishes v's last op;
-  //   - `bytes` at most 64 KiB (a small array, as in a loop of y = x + 1 that drops the previous
-  //     y): at once if the engine knows without asking a worker that v is idle (for example, no
-  //     op used it). Else v waits, unasked, in a list of up to 16 on this engine: the deletion
-  //     that finds the list full takes the oldest, the next waitall takes all, and each is
-  //     deleted then on that thread if its ops are done (by then they nearly always are), else
-  //     on the thread that finishes its last op. Asking at once would wait for a cache line
-  //     that a worker has just written (bench/README.md, "E5 on the Zen 4").
-  // on_delete must not throw. Never blocks.
+  // on_delete (if given): at once on the calling thread if nothing is queued on v, else on the
+  // thread that finishes v's last op. on_delete must not throw. Never blocks.
+  // (An array's own storage is deleted through an internal path that may let a small array wait
+  // for up to 16 later deletions or the next waitall: core/src/engine/engine_impl.cpp,
+  // defer_delete. So stats() may count up to 16 small arrays, at most 1 MiB, as still alive
+  // until then.)
   // After this call, pushing v throws. Deleting twice throws. `bytes`: the storage on_delete
   // frees; while the deletion waits for queued ops, it counts toward the byte bound of
-  // set_max_inflight (memory that queued work keeps alive), except in the list of 16 (at most
-  // 1 MiB).
+  // set_max_inflight (memory that queued work keeps alive).
   void delete_var(Var v, OpFunction on_delete = {}, std::size_t bytes = 0);
 
   // Bounds the work in flight: push blocks while `ops` ops are pending, or while the bytes that

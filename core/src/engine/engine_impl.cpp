@@ -765,7 +765,7 @@ void EngineImpl::waitall() {
 // ---------------------------------------------------------------------------------------------
 // Deletion
 
-void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
+void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes, bool may_defer) {
   VarBlock* v = peek(var);
   check_var(v, "delete_var", "the");
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
@@ -774,7 +774,7 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes) {
   // Deletion is not an op: on_delete waits on the variable itself and runs when its last queued
   // access completes, so it takes no queue slot and no hand-off. No new access can arrive:
   // pushing a deleted variable throws.
-  const bool small = bytes <= kDeferMaxBytes && kind_ == EngineKind::kThreaded;
+  const bool small = may_defer && bytes <= kDeferMaxBytes && kind_ == EngineKind::kThreaded;
   {
     std::unique_lock<SpinLock> lk(v->lock);
     // A small variable is deferred unless the first line alone says it is idle: asking the

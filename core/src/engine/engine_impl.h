@@ -255,9 +255,11 @@ class EngineImpl {
   static OprBlock* current_async_op();
   void wait_to_read(const Var& v);
   void waitall();
-  void delete_var(Var v, OpFunction on_delete, std::size_t bytes);
-  // Deletions of small variables whose ops may still run wait in a FIFO of kDeferred on the
-  // deleting side (engine_impl.cpp, defer_delete); waitall empties it.
+  // Engine::delete_var. With `may_defer` (an array's own storage, Chunk), the deletion of a small
+  // variable that ops used may wait in a FIFO of kDeferred on the deleting side (engine_impl.cpp,
+  // defer_delete), which later deletions and waitall empty: on_delete then runs later than the
+  // variable's last op, so only a caller that waits for nothing from it may ask for that.
+  void delete_var(Var v, OpFunction on_delete, std::size_t bytes, bool may_defer = false);
   static constexpr int kDeferred = 16;
   static constexpr std::size_t kDeferMaxBytes = std::size_t(64) << 10;
   void set_max_inflight(std::size_t ops, std::size_t bytes,

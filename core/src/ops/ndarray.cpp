@@ -98,7 +98,9 @@ Chunk::~Chunk() {
   const std::size_t n = bytes;
   const Device dev = device;
   try {
-    engine().delete_var(
+    // may_defer: nothing waits for this on_delete, so a small array's deletion may wait in the
+    // engine's short list rather than on its variable (EngineImpl::delete_var).
+    detail::EngineAccess::impl(engine()).delete_var(
         std::move(var),
         [be, p, n, dev] {
           if (p) {
@@ -106,7 +108,7 @@ Chunk::~Chunk() {
             detail::EngineAccess::impl(engine()).note_free(dev, n);
           }
         },
-        n);
+        n, /*may_defer=*/true);
   } catch (...) {
     // Only a broken engine gets here. Freeing now could pull storage from under a queued op;
     // leaking is the safe failure, and a destructor must not throw.
