@@ -339,8 +339,8 @@ TEST_CASE("reads ending while two threads write, delete and drop variables: each
 }
 
 TEST_CASE("an array's small variable, deleted while its op runs, is freed after 16 more such "
-          "deletions or at waitall; a large one, or any through Engine::delete_var, when its op "
-          "ends", "[engine]") {
+          "deletions or at waitall, and a large one, or any through Engine::delete_var, when its "
+          "op ends", "[engine]") {
   using detail::EngineImpl;
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   const std::uint64_t live_before = eng.stats().live_vars;
