@@ -363,7 +363,7 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
         if (granted) v->write_mark = ++v->issued;
       }
     }
-    Settled settled;
+    Settled settled;  // used only when the access is queued
     if (granted) {
       capture_poison(a);
       ++granted_here;
@@ -379,7 +379,7 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
     v->lock.unlock();
     // The caller holds a handle, so v is not orphaned, and not pending deletion unless another
     // thread deletes it right now; then this runs what settle handed over.
-    after_settle(v, settled);
+    if (!granted) after_settle(v, settled);
   }
   const int mine = granted_here + 1;
   if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) dispatch(op);

@@ -397,11 +397,12 @@ class EngineImpl {
     Device device;
     std::atomic<bool> used{false};
     // Bytes allocated and freed, each only growing, on lines of their own: the thread that
-    // allocates an array is rarely the one that frees it (a worker runs the deletion of an array
-    // whose last handle went while ops were queued on it).
+    // allocates an array is often not the one that frees it (a worker runs the deletion of an
+    // array whose last handle went while ops were queued on it). The peak is the allocating
+    // side's.
     alignas(64) std::atomic<std::uint64_t> allocated{0};
+    std::atomic<std::int64_t> peak{0};
     alignas(64) std::atomic<std::uint64_t> freed{0};
-    alignas(64) std::atomic<std::int64_t> peak{0};
     std::int64_t in_use() const {
       const std::uint64_t f = freed.load(std::memory_order_acquire);
       return static_cast<std::int64_t>(allocated.load(std::memory_order_acquire) - f);
