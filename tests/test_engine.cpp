@@ -488,6 +488,56 @@ TEST_CASE("among ready ops, higher priority runs first", "[engine]") {
   REQUIRE(order == std::vector<int>{2, 3, 0, 1});
 }
 
+TEST_CASE("one worker takes queued ops in runs: a priority op pushed during a run still goes next",
+          "[engine]") {
+  // A pool of one worker takes a short FIFO whole (worker_pool.cpp, DevicePool::paced_): op 0
+  // runs as the first of a run of five, and op 9, pushed meanwhile with a priority, must still
+  // run before ops 1-4.
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var block = eng.new_var();
+  Gate gate, first_runs, release_first;
+  eng.push([&] { gate.wait(); }, {}, {block});
+  sleep_ms(10);  // the only worker is now inside the gate
+  std::vector<int> order;
+  std::mutex mu;
+  auto note = [&](int id) {
+    std::lock_guard<std::mutex> lk(mu);
+    order.push_back(id);
+  };
+  std::vector<Var> vars;
+  for (int i = 0; i < 6; ++i) vars.push_back(eng.new_var());
+  eng.push(
+      [&] {
+        note(0);
+        first_runs.open = true;
+        release_first.wait();
+      },
+      {}, {vars[0]});
+  for (int i = 1; i <= 4; ++i) eng.push([&, i] { note(i); }, {}, {vars[static_cast<std::size_t>(i)]});
+  gate.open = true;
+  first_runs.wait();
+  eng.push([&] { note(9); }, {}, {vars[5]}, PushOptions{Device{}, 5, "urgent"});
+  release_first.open = true;
+  eng.waitall();
+  REQUIRE(order == std::vector<int>{0, 9, 1, 2, 3, 4});
+}
+
+TEST_CASE("an op pushed to an idle worker runs with nobody waiting for it", "[engine]") {
+  // A paced worker looks at its queue every few microseconds, and a parked one is woken: either
+  // way the op runs although no wait asks for it.
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  for (int idle_ms : {0, 20}) {  // 20 ms: the worker has parked
+    sleep_ms(idle_ms);
+    std::atomic<bool> ran{false};
+    Var v = eng.new_var();
+    eng.push([&] { ran = true; }, {}, {v});
+    const auto t0 = clk::now();
+    while (!ran.load() && ms_since(t0) < 10000) sleep_ms(1);
+    CHECK(ran.load());
+    eng.waitall();
+  }
+}
+
 TEST_CASE("profiler records every op as Chrome trace JSON", "[engine][profiler]") {
   for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
     Engine eng(EngineOptions{kind, 2});

@@ -27,6 +27,8 @@ constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
 // Ops the naive engine is running on this thread (ops that ops push nest).
 thread_local int t_naive_op_depth = 0;
+// This thread waited for an op (wait_to_read, waitall) since its last push (enqueue_accesses).
+thread_local bool t_waited = false;
 
 EngineImpl::EngineImpl(EngineOptions options) {
   t0_ns_ = profiler_clock_ns();
@@ -71,6 +73,7 @@ void EngineImpl::stop() {
   cpu_pool_.reset();
   std::lock_guard<std::mutex> lk(pools_mu_);
   other_pools_.clear();
+  n_other_pools_.store(0, std::memory_order_release);
 }
 
 void EngineImpl::reconfigure(EngineOptions options) {
@@ -104,6 +107,7 @@ DevicePool& EngineImpl::pool_for(Device device) {
   }
   // One worker launches a GPU's ops; the device itself runs them asynchronously.
   other_pools_.push_back(std::make_unique<DevicePool>(this, device, 1));
+  n_other_pools_.store(static_cast<int>(other_pools_.size()), std::memory_order_release);
   return *other_pools_.back();
 }
 
@@ -335,6 +339,7 @@ void EngineImpl::backpressure(std::size_t bytes) {
   auto ok = [&] { return ops_ok() && bytes_ok(); };
   if (ok()) return;
   push_waits_.fetch_add(1, std::memory_order_relaxed);
+  hurry_workers();
   if (spin_until(ok, std::chrono::microseconds(20))) return;
   std::unique_lock<std::mutex> lk(done_mu_);
   done_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -382,7 +387,13 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
     if (!granted) after_settle(v, settled);
   }
   const int mine = granted_here + 1;
-  if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) dispatch(op);
+  if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) {
+    // A thread that waited since its last push likely waits for this one too (a loop that
+    // reads each result): the idle worker looks now. Otherwise it looks within kPollPace
+    // (worker_pool.cpp), and in a loop of pushes takes several at once.
+    dispatch(op, t_waited);
+    t_waited = false;
+  }
   dispatch_all(ready);
 }
 
@@ -508,11 +519,18 @@ void EngineImpl::notify_done_waiters() {
   done_cv_.notify_all();
 }
 
-void EngineImpl::dispatch(OprBlock* op) {
+void EngineImpl::dispatch(OprBlock* op, bool urgent) {
   switch (op->kind) {
     case OpKind::kWait: run_wait(op); break;
-    case OpKind::kNormal: pool_for(op->device).enqueue(op); break;
+    case OpKind::kNormal: pool_for(op->device).enqueue(op, urgent); break;
   }
+}
+
+void EngineImpl::hurry_workers() {
+  if (cpu_pool_) cpu_pool_->hurry();
+  if (n_other_pools_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  for (auto& p : other_pools_) p->hurry();
 }
 
 void EngineImpl::dispatch_all(ReadyList& ready) {
@@ -705,6 +723,8 @@ void EngineImpl::wait_to_read(const Var& var) {
       // Fast path: no write pending, nothing to wait for.
       err = take_error(v);
     } else {
+      hurry_workers();  // first: the worker's look overlaps with what follows
+      t_waited = true;
       OprBlock* op = new_op(1);
       op->kind = OpKind::kWait;
       op->name = "wait_to_read";
@@ -741,6 +761,10 @@ void EngineImpl::waitall() {
     const std::uint64_t f = finished_all_.load(std::memory_order_seq_cst);
     return f >= pushed_all_.load(std::memory_order_seq_cst);
   };
+  if (!done()) {
+    hurry_workers();
+    t_waited = true;
+  }
   if (!spin_until(done, kWaitSpin)) {
     std::unique_lock<std::mutex> lk(done_mu_);
     done_waiters_.fetch_add(1, std::memory_order_seq_cst);

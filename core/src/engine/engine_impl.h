@@ -187,7 +187,12 @@ class DevicePool {
  public:
   DevicePool(EngineImpl* engine, Device device, int workers);
   ~DevicePool();  // stops and joins the workers; the queue must be empty
-  void enqueue(OprBlock* op);
+  // Without `urgent`, a paced pool's idle worker finds op at its next look; with it (an op that a
+  // completion made ready, a push from a thread that waits after its pushes), and for a priority
+  // op, it looks now (hurry).
+  void enqueue(OprBlock* op, bool urgent);
+  // A thread is about to wait for ops: the idle worker of a paced pool looks at the queue now.
+  void hurry();
   int size() const { return static_cast<int>(threads_.size()); }
   Device device() const { return device_; }
 
@@ -195,8 +200,16 @@ class DevicePool {
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
 
  private:
+  // A run of ops taken from the FIFO at once (paced pools only), in push order.
+  struct Run {
+    OprBlock* head = nullptr;
+    OprBlock* tail = nullptr;
+    int n = 0;
+  };
   void worker_main(int index);
-  OprBlock* try_pop();
+  OprBlock* try_pop(Run& run);  // the next op; a paced pool may also hand the FIFO's rest to run
+  void give_back(Run& run);     // puts a run's unstarted ops back at the FIFO's head
+  bool spin_paced();            // an idle paced worker: true once has_work()
   bool has_work() const;     // a hint, without locks
   bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
@@ -214,6 +227,7 @@ class DevicePool {
   alignas(64) SpinLock qlock_;
   OprBlock* fifo_head_ = nullptr;  // priority-0 ops, FIFO
   OprBlock* fifo_tail_ = nullptr;
+  int fifo_n_ = 0;                 // ops in the FIFO (queued_ counts the heap's too)
   std::atomic<int> queued_{0};
   std::atomic<int> njobs_{0};
   // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
@@ -221,6 +235,18 @@ class DevicePool {
   std::atomic<int> sleepers_{0};
   std::atomic<int> spinners_{0};
   std::atomic<bool> stop_{false};
+
+  // Pacing, for a pool of one worker (a GPU's, or the CPU's on a machine of two cores). In a loop
+  // of small pushes (E5), a worker that watches the queue's line takes each op as it comes: the
+  // line, and the pusher's time, then cross between cores once per op. A paced worker, once
+  // idle, looks at the queue only every kPollPace, so the pusher keeps the line in its cache
+  // meanwhile, and takes what came (up to kTakeRun ops) in one go. It looks at once when hurry_
+  // changes: a thread is about to wait (hurry), a completion made an op ready, or a priority op
+  // came (which also ends a run early). One worker runs its ops in push order anyway, so runs
+  // change no order; a pool of several keeps taking ops one by one, so that independent ops run
+  // side by side (bench/README.md, "Paced polling").
+  const bool paced_;
+  alignas(64) std::atomic<unsigned> hurry_{0};
 
   alignas(64) std::vector<OprBlock*> heap_;  // ops with priority != 0, a max-heap on (priority, -seq)
   SpinLock jobs_lock_;
@@ -318,8 +344,9 @@ class EngineImpl {
   static bool write_running_now(VarBlock* v);  // a write runs
   void after_settle(VarBlock* v, Settled& s);  // runs the deleter, frees v; v->lock released
   void submit(OprBlock* op, int priority);  // counts and queues a validated op
-  void dispatch(OprBlock* op);
+  void dispatch(OprBlock* op, bool urgent = true);  // urgent: see DevicePool::enqueue
   void dispatch_all(ReadyList& ready);
+  void hurry_workers();  // the caller is about to wait: idle paced workers look now
   void execute(OprBlock* op, int worker);
   void finish(OprBlock* op, bool recycle = true);
   void run_async(OprBlock* op, int worker, int extra_refs = 0);
@@ -354,6 +381,7 @@ class EngineImpl {
   std::unique_ptr<DevicePool> cpu_pool_;
   std::mutex pools_mu_;
   std::vector<std::unique_ptr<DevicePool>> other_pools_;  // GPU devices, made on first use
+  std::atomic<int> n_other_pools_{0};  // other_pools_.size(), read without pools_mu_
   std::recursive_mutex naive_mu_;
 
   // Counters on two cache lines: pushers write the first, workers the second. Each count only

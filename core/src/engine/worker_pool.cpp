@@ -20,6 +20,9 @@ struct WorkerTls {
 thread_local WorkerTls tls_worker;
 
 constexpr auto kIdleSpin = std::chrono::microseconds(100);
+// A paced pool's idle worker looks at the queue this often (DevicePool::paced_). E5 on a Zen 4
+// VM, per step, against watching the queue: bench/README.md, "Paced polling".
+constexpr auto kPollPace = std::chrono::microseconds(4);
 #if defined(__EMSCRIPTEN__)
 // In WebAssembly, every worker that took part in a parallel_for spins this long once idle (beside
 // the one-spinner rule), so that the next large op finds all of them running: big ops come in
@@ -44,7 +47,8 @@ bool on_engine_worker() { return tls_worker.engine != nullptr; }
 DevicePool::DevicePool(EngineImpl* engine, Device device, int workers)
     : engine_(engine),
       device_(device),
-      max_spinners_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+      max_spinners_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+      paced_(workers == 1) {
   threads_.reserve(static_cast<std::size_t>(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
 }
@@ -58,8 +62,8 @@ DevicePool::~DevicePool() {
   for (auto& t : threads_) t.join();
 }
 
-void DevicePool::enqueue(OprBlock* op) {
-  bool wake;
+void DevicePool::enqueue(OprBlock* op, bool urgent) {
+  bool wake, poke;
   {
     std::lock_guard<SpinLock> lk(qlock_);
     if (op->priority == 0) {
@@ -67,6 +71,7 @@ void DevicePool::enqueue(OprBlock* op) {
       if (fifo_tail_) fifo_tail_->next = op;
       else fifo_head_ = op;
       fifo_tail_ = op;
+      ++fifo_n_;
     } else {
       heap_.push_back(op);
       std::push_heap(heap_.begin(), heap_.end(), heap_less);
@@ -77,10 +82,23 @@ void DevicePool::enqueue(OprBlock* op) {
     // pusher a system call, so the fast path avoids it). Read under qlock_: a worker about to
     // park counts itself a sleeper before it looks at the queue under qlock_ (queue_empty), so
     // either it sees this op or we see it.
-    wake = spinners_.load(std::memory_order_relaxed) == 0 &&
-           sleepers_.load(std::memory_order_relaxed) > 0;
+    const int spinners = spinners_.load(std::memory_order_relaxed);
+    wake = spinners == 0 && sleepers_.load(std::memory_order_relaxed) > 0;
+    // A priority op may have to end the worker's run; other ops only matter to an idle worker.
+    poke = paced_ && (op->priority != 0 || (urgent && spinners > 0));
   }
+  if (poke) hurry_.fetch_add(1, std::memory_order_release);
   if (wake) wake_one();
+}
+
+void DevicePool::hurry() {
+  // Only an idle (spinning) worker needs it. If it starts spinning just after this read, it looks
+  // at the queue first (spin_paced); a poke missed otherwise costs at most kPollPace.
+  // A plain store: the caller goes on while the line travels (a lost increment when two threads
+  // poke at once costs at most kPollPace too).
+  if (paced_ && spinners_.load(std::memory_order_relaxed) > 0) {
+    hurry_.store(hurry_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
 }
 
 bool DevicePool::queue_empty() {
@@ -93,11 +111,24 @@ void DevicePool::wake_one() {
   park_cv_.notify_one();
 }
 
-OprBlock* DevicePool::try_pop() {
+OprBlock* DevicePool::try_pop(Run& run) {
   if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
   OprBlock* op = nullptr;
   {
     std::lock_guard<SpinLock> lk(qlock_);
+    if (paced_ && heap_.empty() && fifo_n_ > 1) {
+      // The whole FIFO: one look at this line for all of them (one worker would run them in
+      // this order anyway).
+      op = fifo_head_;
+      run.head = op->next;
+      run.tail = fifo_tail_;
+      run.n = fifo_n_ - 1;
+      fifo_head_ = fifo_tail_ = nullptr;
+      fifo_n_ = 0;
+      queued_.store(queued_.load(std::memory_order_relaxed) - (run.n + 1),
+                    std::memory_order_relaxed);
+      return op;
+    }
     if (!heap_.empty() && (heap_.front()->priority > 0 || fifo_head_ == nullptr)) {
       std::pop_heap(heap_.begin(), heap_.end(), heap_less);
       op = heap_.back();
@@ -106,6 +137,7 @@ OprBlock* DevicePool::try_pop() {
       op = fifo_head_;
       fifo_head_ = op->next;
       if (!fifo_head_) fifo_tail_ = nullptr;
+      --fifo_n_;
     } else if (!heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), heap_less);
       op = heap_.back();
@@ -116,6 +148,33 @@ OprBlock* DevicePool::try_pop() {
   return op;
 }
 
+void DevicePool::give_back(Run& run) {
+  std::lock_guard<SpinLock> lk(qlock_);
+  run.tail->next = fifo_head_;
+  if (!fifo_head_) fifo_tail_ = run.tail;
+  fifo_head_ = run.head;
+  fifo_n_ += run.n;
+  queued_.store(queued_.load(std::memory_order_relaxed) + run.n, std::memory_order_relaxed);
+  run = Run{};
+}
+
+bool DevicePool::spin_paced() {
+  using Clock = std::chrono::steady_clock;
+  auto t = Clock::now();
+  const auto end = t + kIdleSpin;
+  for (;;) {
+    const unsigned seen = hurry_.load(std::memory_order_acquire);
+    if (has_work()) return true;
+    if (t >= end) return false;
+    // Between looks, only hurry_'s line is read: it stays in both caches until a poke.
+    const auto next = t + kPollPace;
+    do {
+      cpu_relax();
+      t = Clock::now();
+    } while (t < next && hurry_.load(std::memory_order_acquire) == seen);
+  }
+}
+
 bool DevicePool::has_work() const {
   return queued_.load(std::memory_order_acquire) > 0 ||
          njobs_.load(std::memory_order_acquire) > 0 || stop_.load(std::memory_order_acquire);
@@ -124,7 +183,10 @@ bool DevicePool::has_work() const {
 void DevicePool::worker_main(int index) {
   tls_worker = WorkerTls{engine_, this, index};
   for (;;) {
-    if (OprBlock* op = try_pop()) {
+    // Read before the pop: a priority op pushed after it ends the run.
+    const unsigned seen = hurry_.load(std::memory_order_acquire);
+    Run run;
+    if (OprBlock* op = try_pop(run)) {
       // More ready work and nobody looking for it: wake a helper (here, not in the pusher).
       if (queued_.load(std::memory_order_relaxed) > 0 &&
           spinners_.load(std::memory_order_relaxed) == 0 &&
@@ -132,6 +194,16 @@ void DevicePool::worker_main(int index) {
         wake_one();
       }
       engine_->run_op(op, index);
+      while (run.head) {
+        if (hurry_.load(std::memory_order_acquire) != seen) {
+          give_back(run);  // a priority op came: pop again (the heap goes first)
+          break;
+        }
+        OprBlock* next = run.head;
+        run.head = next->next;  // read before it runs: run_op recycles the record
+        --run.n;
+        engine_->run_op(next, index);
+      }
       continue;
     }
     if (help_job()) continue;
@@ -151,7 +223,7 @@ void DevicePool::worker_main(int index) {
     // Spin for a bounded time if no other worker does, then park.
     int expected = 0;
     if (spinners_.compare_exchange_strong(expected, 1)) {
-      bool found = spin_until([this] { return has_work(); }, kIdleSpin);
+      bool found = paced_ ? spin_paced() : spin_until([this] { return has_work(); }, kIdleSpin);
       spinners_.fetch_sub(1, std::memory_order_seq_cst);
       if (found) continue;
     }
