@@ -210,6 +210,7 @@ class DevicePool {
   OprBlock* try_pop(Run& run);  // the next op; a paced pool may also hand the FIFO's rest to run
   void give_back(Run& run);     // puts a run's unstarted ops back at the FIFO's head
   bool spin_paced();            // an idle paced worker: true once has_work()
+  void poke_worker();           // changes hurry_
   bool has_work() const;     // a hint, without locks
   bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
@@ -239,12 +240,13 @@ class DevicePool {
   // Pacing, for a pool of one worker (a GPU's, or the CPU's on a machine of two cores). In a loop
   // of small pushes (E5), a worker that watches the queue's line takes each op as it comes: the
   // line, and the pusher's time, then cross between cores once per op. A paced worker, once
-  // idle, looks at the queue only every kPollPace, so the pusher keeps the line in its cache
-  // meanwhile, and takes what came (up to kTakeRun ops) in one go. It looks at once when hurry_
-  // changes: a thread is about to wait (hurry), a completion made an op ready, or a priority op
-  // came (which also ends a run early). One worker runs its ops in push order anyway, so runs
-  // change no order; a pool of several keeps taking ops one by one, so that independent ops run
-  // side by side (bench/README.md, "Paced polling").
+  // idle, looks at the queue only every kPollPace, so that the pusher keeps the line in its
+  // cache meanwhile, and then takes all that came in one go. It looks at once when hurry_
+  // changes: a thread is about to wait (hurry), a thread that waited since its last push pushes
+  // again, a completion made an op ready, or a priority op came (which also ends a run early).
+  // One worker runs its ops in push order anyway, so runs change no order; a pool of several
+  // keeps taking ops one by one, so that independent ops run side by side (bench/README.md,
+  // "Paced polling").
   const bool paced_;
   alignas(64) std::atomic<unsigned> hurry_{0};
 

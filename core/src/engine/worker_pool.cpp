@@ -87,18 +87,21 @@ void DevicePool::enqueue(OprBlock* op, bool urgent) {
     // A priority op may have to end the worker's run; other ops only matter to an idle worker.
     poke = paced_ && (op->priority != 0 || (urgent && spinners > 0));
   }
-  if (poke) hurry_.fetch_add(1, std::memory_order_release);
+  if (poke) poke_worker();
   if (wake) wake_one();
 }
 
 void DevicePool::hurry() {
   // Only an idle (spinning) worker needs it. If it starts spinning just after this read, it looks
   // at the queue first (spin_paced); a poke missed otherwise costs at most kPollPace.
-  // A plain store: the caller goes on while the line travels (a lost increment when two threads
-  // poke at once costs at most kPollPace too).
-  if (paced_ && spinners_.load(std::memory_order_relaxed) > 0) {
-    hurry_.store(hurry_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  }
+  if (paced_ && spinners_.load(std::memory_order_relaxed) > 0) poke_worker();
+}
+
+void DevicePool::poke_worker() {
+  // A plain store: the caller goes on while the line travels. Two threads that poke at once may
+  // store the same value; the worker sees a change all the same, unless it read the first store
+  // in between, and then the second poke costs at most kPollPace.
+  hurry_.store(hurry_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 bool DevicePool::queue_empty() {
@@ -162,10 +165,13 @@ bool DevicePool::spin_paced() {
   using Clock = std::chrono::steady_clock;
   auto t = Clock::now();
   const auto end = t + kIdleSpin;
-  for (;;) {
+  for (int looks = 1;; ++looks) {
     const unsigned seen = hurry_.load(std::memory_order_acquire);
     if (has_work()) return true;
     if (t >= end) return false;
+    // Yield now and then, as spin_until does: with more runnable threads than cores (the
+    // frontend, BLAS's threads), one of them may need this core.
+    if ((looks & 7) == 0) std::this_thread::yield();
     // Between looks, only hurry_'s line is read: it stays in both caches until a poke.
     const auto next = t + kPollPace;
     do {
