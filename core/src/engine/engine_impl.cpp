@@ -27,8 +27,11 @@ constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
 // Ops the naive engine is running on this thread (ops that ops push nest).
 thread_local int t_naive_op_depth = 0;
-// This thread waited for an op (wait_to_read, waitall) since its last push (enqueue_accesses).
+// This thread waited (wait_to_read, waitall) since its last push: its next push is urgent
+// (DevicePool::enqueue). t_pushed_urgent: its last push was; then a paced worker already looks
+// (it was poked, or it was busy and looks when done), and its waits need not poke it again.
 thread_local bool t_waited = false;
+thread_local bool t_pushed_urgent = false;
 
 EngineImpl::EngineImpl(EngineOptions options) {
   t0_ns_ = profiler_clock_ns();
@@ -392,6 +395,7 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
     // reads each result): the idle worker looks now. Otherwise it looks within kPollPace
     // (worker_pool.cpp), and in a loop of pushes takes several at once.
     dispatch(op, t_waited);
+    t_pushed_urgent = t_waited;
     t_waited = false;
   }
   dispatch_all(ready);
@@ -715,6 +719,8 @@ void EngineImpl::wait_to_read(const Var& var) {
   if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
+  // Also when nothing is pending: a thread that reads results makes its next push urgent.
+  t_waited = true;
   ErrorRef err;
   WaitSignal sig;
   {
@@ -723,8 +729,8 @@ void EngineImpl::wait_to_read(const Var& var) {
       // Fast path: no write pending, nothing to wait for.
       err = take_error(v);
     } else {
-      hurry_workers();  // first: the worker's look overlaps with what follows
-      t_waited = true;
+      // First: the worker's look overlaps with what follows.
+      if (!t_pushed_urgent) hurry_workers();
       OprBlock* op = new_op(1);
       op->kind = OpKind::kWait;
       op->name = "wait_to_read";
@@ -761,10 +767,8 @@ void EngineImpl::waitall() {
     const std::uint64_t f = finished_all_.load(std::memory_order_seq_cst);
     return f >= pushed_all_.load(std::memory_order_seq_cst);
   };
-  if (!done()) {
-    hurry_workers();
-    t_waited = true;
-  }
+  t_waited = true;
+  if (!t_pushed_urgent && !done()) hurry_workers();
   if (!spin_until(done, kWaitSpin)) {
     std::unique_lock<std::mutex> lk(done_mu_);
     done_waiters_.fetch_add(1, std::memory_order_seq_cst);

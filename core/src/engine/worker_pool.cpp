@@ -98,10 +98,10 @@ void DevicePool::hurry() {
 }
 
 void DevicePool::poke_worker() {
-  // A plain store: the caller goes on while the line travels. Two threads that poke at once may
-  // store the same value; the worker sees a change all the same, unless it read the first store
-  // in between, and then the second poke costs at most kPollPace.
-  hurry_.store(hurry_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  // An atomic increment: a plain store of the value read plus one (which the caller need not
+  // wait for) measured slower in the wait round trip, 1.53 against 1.41 µs in the slow mode
+  // (bench/README.md, "Paced polling").
+  hurry_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool DevicePool::queue_empty() {
@@ -172,7 +172,9 @@ bool DevicePool::spin_paced() {
     // Yield now and then, as spin_until does: with more runnable threads than cores (the
     // frontend, BLAS's threads), one of them may need this core.
     if ((looks & 7) == 0) std::this_thread::yield();
-    // Between looks, only hurry_'s line is read: it stays in both caches until a poke.
+    // Between looks, only hurry_'s line is read: it stays in both caches until a poke. Read
+    // once per clock read: reading it after every pause instead made the wait round trip 8%
+    // slower (bench/README.md, "Paced polling").
     const auto next = t + kPollPace;
     do {
       cpu_relax();
