@@ -729,8 +729,6 @@ void EngineImpl::wait_to_read(const Var& var) {
       // Fast path: no write pending, nothing to wait for.
       err = take_error(v);
     } else {
-      // First: the worker's look overlaps with what follows.
-      if (!t_pushed_urgent) hurry_workers();
       OprBlock* op = new_op(1);
       op->kind = OpKind::kWait;
       op->name = "wait_to_read";
@@ -747,6 +745,9 @@ void EngineImpl::wait_to_read(const Var& var) {
       Settled settled;
       settle(v, ready, settled);
       lk.unlock();
+      // After the unlock: hurry_workers may take pools_mu_, and a spin lock is never held across
+      // a call that can block (sync.h).
+      if (!t_pushed_urgent) hurry_workers();
       after_settle(v, settled);  // nothing, unless another thread deletes v right now
       dispatch_all(ready);
       err = sig.wait(kWaitSpin);
