@@ -661,11 +661,14 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   ReadyList ready;
   for (int i = 0; i < op->nreads + op->nwrites; ++i) complete_access(op->acc[i].var, ready);
   const std::size_t bytes = op->bytes;
-  if (recycle) free_op(op);
   if (bytes) finished_bytes_.fetch_add(bytes, std::memory_order_release);
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
   notify_done_waiters();
   dispatch_all(ready);
+  // Recycled last: the counter's locked add and the granted ops would otherwise first wait for
+  // the recycling's stores to the record, whose lines the pushing thread wrote (bench/README.md,
+  // "Recycling an op record last").
+  if (recycle) free_op(op);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -681,10 +684,12 @@ void EngineImpl::run_wait(OprBlock* op) {
   }
   ReadyList ready;
   complete_access(v, ready);
-  free_op(op);
   notify_done_waiters();  // a deletion it released may unblock a bounded push
   dispatch_all(ready);
-  s->set(std::move(err));  // last: the waiter may return and its stack, holding s, go away
+  s->set(std::move(err));  // the waiter may return now, and its stack, holding s, go away
+  // Recycled after the signal, not before: the signal's exchange would first wait for the
+  // recycling's stores to the record, whose lines the waiting thread wrote when it pushed it.
+  free_op(op);
 }
 
 void WaitSignal::set(ErrorRef err) {
