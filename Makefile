@@ -65,6 +65,7 @@ setup:
 	    exit 1; \
 	  fi; \
 	  (cd tools/node && npm ci --no-audit --no-fund); \
+	  hash -r; \
 	  $(NODE_OK) || { echo "setup: node is still $$(node --version) after installing tools/node/" >&2; exit 1; }; \
 	  echo "setup: node $$(node --version) from tools/node/ (first on PATH in make's recipes)"; \
 	fi
