@@ -10,12 +10,13 @@ import zh from './zh.js';
 import id from './id.js';
 
 // code: what ?lang= takes; locale: the BCP 47 tag for Intl and <html lang>; name: the language's
-// own name, shown in the switch in every language.
+// own name, shown in the switch in every language; us: its short symbol for a microsecond, as
+// Intl writes it (CLDR), for engines whose Intl has no 'microsecond' unit (unitFormatter below).
 export const LANGUAGES = [
-  { code: 'en', locale: 'en', name: 'English', dict: en },
-  { code: 'fr', locale: 'fr', name: 'Français', dict: fr },
-  { code: 'zh', locale: 'zh-CN', name: '简体中文', dict: zh },
-  { code: 'id', locale: 'id', name: 'Bahasa Indonesia', dict: id },
+  { code: 'en', locale: 'en', name: 'English', dict: en, us: 'μs' },
+  { code: 'fr', locale: 'fr', name: 'Français', dict: fr, us: 'μs' },
+  { code: 'zh', locale: 'zh-CN', name: '简体中文', dict: zh, us: '微秒' },
+  { code: 'id', locale: 'id', name: 'Bahasa Indonesia', dict: id, us: 'μd' },
 ];
 export const STORAGE_KEY = 'asyncnd.playground.lang';
 
@@ -41,6 +42,31 @@ export function chooseLanguage({ query = null, stored = null, preferred = [] } =
 const escapeHtml = (s) => String(s).replace(/[&<>"']/g,
   (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
+// A short-unit formatter: (unit, value, digits) -> text. 'microsecond' became one of
+// Intl.NumberFormat's units only in ECMA-402's 2023 edition; where the engine lacks it (a
+// RangeError: Node 18, browsers from before 2023 that run the module's SIMD128 build), a value in
+// microseconds is written as Intl writes milliseconds, with the unit's symbol replaced by the
+// language's `us`. `hasUnit` is for tests, which check the two ways against each other.
+export function unitFormatter(lang, hasUnit = (u) => unitSupported(u)) {
+  const nf = (u, digits) => new Intl.NumberFormat(lang.locale, { style: 'unit', unit: u,
+    unitDisplay: 'short', minimumFractionDigits: digits, maximumFractionDigits: digits });
+  return (u, v, digits) => {
+    if (u !== 'microsecond' || hasUnit(u)) return nf(u, digits).format(v);
+    return nf('millisecond', digits).formatToParts(v)
+      .map((p) => (p.type === 'unit' ? lang.us : p.value)).join('');
+  };
+}
+
+function unitSupported(u) {
+  try {
+    new Intl.NumberFormat('en', { style: 'unit', unit: u });
+    return true;
+  } catch (e) {
+    if (e instanceof RangeError) return false;
+    throw e;
+  }
+}
+
 export function makeTranslator(code) {
   const lang = byCode.get(code) || byCode.get('en');
   const dict = lang.dict;
@@ -57,8 +83,7 @@ export function makeTranslator(code) {
   }
 
   const nf = (opts) => new Intl.NumberFormat(lang.locale, opts);
-  const unit = (u, v, digits) => nf({ style: 'unit', unit: u, unitDisplay: 'short',
-    minimumFractionDigits: digits, maximumFractionDigits: digits }).format(v);
+  const unit = unitFormatter(lang);
   // A number for people: integers grouped (10 000 in French), others to 6 significant digits.
   const number = (v, opts) => (Number.isInteger(v) && !opts ? nf().format(v)
     : nf(opts || { maximumSignificantDigits: 6 }).format(v));

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LANGUAGES, chooseLanguage, languageOf, makeTranslator } from '../i18n/index.js';
+import { LANGUAGES, chooseLanguage, languageOf, makeTranslator, unitFormatter } from '../i18n/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const web = path.join(here, '..');
@@ -138,4 +138,25 @@ test('translators: parameters, plurals, HTML escaping, Intl numbers, times and s
   assert.equal(tr.fr.fmt(2.54, 'x'), '2,5×');
   // Every string a translator returns is recorded (the browser test checks the page against it).
   assert.ok(tr.fr.produced.has('12,3\u202fms') && tr.en.produced.has('1 op'));
+});
+
+test("microseconds without Intl's 'microsecond' unit: the same text as with it", (t) => {
+  const hasIt = (() => {
+    try { return new Intl.NumberFormat('en', { style: 'unit', unit: 'microsecond' }) && true; } catch { return false; }
+  })();
+  const values = [0, 3.25, 999.995, 1234.5, 1e6 + 0.5];
+  for (const l of LANGUAGES) {
+    const without = unitFormatter(l, () => false);  // as on an engine without the unit
+    // Other units are Intl's own either way.
+    assert.equal(without('millisecond', 12.3, 1), unitFormatter(l)('millisecond', 12.3, 1));
+    for (const v of values) {
+      const text = without('microsecond', v, 2);
+      assert.ok(text.includes(l.us), `${l.code} ${v}: ${text}`);
+      if (hasIt) assert.equal(text, unitFormatter(l, () => true)('microsecond', v, 2), `${l.code} ${v}`);
+    }
+  }
+  if (!hasIt) t.diagnostic("this engine's Intl has no 'microsecond' unit: compared only with the expected texts");
+  // What each language writes (CLDR, as Node 20 and Chromium format 'microsecond').
+  const expect = { en: '1,234.50 μs', fr: '1\u202f234,50\u202fμs', zh: '1,234.50微秒', id: '1.234,50 μd' };
+  for (const l of LANGUAGES) assert.equal(unitFormatter(l, () => false)('microsecond', 1234.5, 2), expect[l.code], l.code);
 });
