@@ -1,6 +1,7 @@
 # asyncnd: the two README commands (make demo, make test) and their helpers. Each target works
 # on a fresh Debian 12 machine with nothing done by hand: it installs what is missing first.
-#   make setup          apt packages (only the missing ones; no apt call when all are there)
+#   make setup          apt packages (only the missing ones; no apt call when all are there),
+#                       and Node 20 into tools/node/ where node is missing or older
 #   make build          Release build into build/
 #   make test           build + ctest, then make test-wasm, then make test-sanitize
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package

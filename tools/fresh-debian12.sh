@@ -34,7 +34,8 @@ mkdir -p "$root"
 cleanup() {
   umount -R "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || true
   if findmnt -rn -o TARGET | grep -q "^$root/"; then
-    echo "fresh-debian12: WARNING: still mounted under $root (findmnt); unmount before deleting it" >&2
+    echo "fresh-debian12: WARNING: still mounted under $root (findmnt);" \
+      "unmount before deleting it" >&2
   fi
 }
 trap cleanup EXIT
@@ -58,13 +59,17 @@ EOF
 rm -f "$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/"
 mkdir -p "$root/usr/local/share/ca-certificates"
-cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null ||
+  true
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 
-in_root() { chroot "$root" /usr/bin/env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root CI=true DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"; }
+# A command in the new machine: a plain PATH, the rest of this environment passed through.
+in_root() {
+  chroot "$root" /usr/bin/env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root CI=true DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"
+}
 
 echo "fresh-debian12: the bare machine's packages"
 in_root 'apt-get update -q && apt-get install -y -q --no-install-recommends \
@@ -81,7 +86,8 @@ for target in demo test; do
     echo "fresh-debian12: make $target passed in $((SECONDS - start)) s"
   else
     status=$?
-    echo "fresh-debian12: make $target FAILED (exit $status) after $((SECONDS - start)) s; the end of $dir/$target.log:"
+    echo "fresh-debian12: make $target FAILED (exit $status) after $((SECONDS - start)) s;" \
+      "the end of $dir/$target.log:"
     tail -20 "$dir/$target.log"
     break
   fi
