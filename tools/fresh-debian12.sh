@@ -7,7 +7,10 @@
 # there under chroot. CI (.ci/run) runs `make test` on a machine that already has Node 20; this
 # checks the barer case, from nothing.
 #
-#   sudo tools/fresh-debian12.sh [DIR]    DIR: an empty or absent folder (default ../fresh-debian12)
+#   sudo tools/fresh-debian12.sh [--user NAME] [DIR]
+#     DIR: an empty or absent folder (default ../fresh-debian12).
+#     --user NAME: run make as NAME, a user with passwordless sudo (make setup's apt-get goes
+#     through sudo), as on a developer's own machine; without it, as root, as in CI.
 #
 # Needs root, debootstrap (apt-get install debootstrap), the network to Debian's mirror and to the
 # npm registry, and a few GB of disk. The CA certificates this machine added
@@ -17,6 +20,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+user=root
+if [ "${1:-}" = --user ]; then
+  user=${2:?--user needs a name}
+  shift 2
+fi
 dir=$(realpath -m "${1:-$repo/../fresh-debian12}")
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$dir/root
@@ -65,24 +73,38 @@ mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 
-# A command in the new machine: a plain PATH, the rest of this environment passed through.
+# A command in the new machine, as root or (as_user) as $user: a plain PATH, the rest of this
+# environment passed through.
+PLAIN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 in_root() {
-  chroot "$root" /usr/bin/env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root CI=true DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"
+  chroot "$root" /usr/bin/env PATH=$PLAIN_PATH HOME=/root CI=true DEBIAN_FRONTEND=noninteractive \
+    /bin/bash -c "$1"
+}
+home=/root
+[ "$user" = root ] || home=/home/$user
+as_user() {
+  chroot --userspec="$user:$user" "$root" /usr/bin/env PATH=$PLAIN_PATH HOME="$home" USER="$user" \
+    CI=true /bin/bash -c "$1"
 }
 
 echo "fresh-debian12: the bare machine's packages"
 in_root 'apt-get update -q && apt-get install -y -q --no-install-recommends \
   g++ cmake make git python3 ca-certificates && update-ca-certificates' > "$dir/base.log" 2>&1 ||
   die "installing the base packages failed: see $dir/base.log"
-git clone -q "$repo" "$root/root/asyncnd"
-echo "fresh-debian12: $(git -C "$root/root/asyncnd" log --oneline -1)"
+if [ "$user" != root ]; then
+  in_root "apt-get install -y -q --no-install-recommends sudo && useradd -m -s /bin/bash $user &&
+    echo '$user ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/$user" >> "$dir/base.log" 2>&1 ||
+    die "making the user $user failed: see $dir/base.log"
+fi
+git clone -q "$repo" "$root$home/asyncnd"
+echo "fresh-debian12: $(git -C "$root$home/asyncnd" log --oneline -1), as $user"
+in_root "chown -R $user:$user $home/asyncnd"
 
 status=0
 for target in demo test; do
   echo "fresh-debian12: make $target (log: $dir/$target.log)"
   start=$SECONDS
-  if in_root "cd /root/asyncnd && make $target" > "$dir/$target.log" 2>&1; then
+  if as_user "cd $home/asyncnd && make $target" > "$dir/$target.log" 2>&1; then
     echo "fresh-debian12: make $target passed in $((SECONDS - start)) s"
   else
     status=$?
