@@ -7,8 +7,10 @@
 # there under chroot. CI (.ci/run) runs `make test` on a machine that already has Node 20; this
 # checks the barer case, from nothing.
 #
-#   sudo tools/fresh-debian12.sh [--user NAME] [DIR]
+#   sudo tools/fresh-debian12.sh [--user NAME] [DIR [TARGET...]]
 #     DIR: an empty or absent folder (default ../fresh-debian12).
+#     TARGET...: the make targets to run, in order (default: demo test; `bench` checks that
+#     the benchmarks and their peers install and run from nothing too).
 #     --user NAME: run make as NAME, a user with passwordless sudo (make setup's apt-get goes
 #     through sudo), as on a developer's own machine; without it, as root, as in CI.
 #
@@ -16,7 +18,8 @@
 # npm registry, and a few GB of disk. The CA certificates this machine added
 # (/usr/local/share/ca-certificates) are copied in, and the environment is passed through
 # (NODE_EXTRA_CA_CERTS, proxies): a machine behind a TLS-inspecting proxy needs both. Logs:
-# DIR/demo.log and DIR/test.log; the exit status is make's. Takes 10-15 minutes on 2 cores.
+# DIR/TARGET.log for each target; the exit status is make's. demo and test take 10-15 minutes on
+# 2 cores.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +29,9 @@ if [ "${1:-}" = --user ]; then
   shift 2
 fi
 dir=$(realpath -m "${1:-$repo/../fresh-debian12}")
+shift $(($# > 0 ? 1 : 0))
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(demo test)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$dir/root
 
@@ -101,7 +107,7 @@ echo "fresh-debian12: $(git -C "$root$home/asyncnd" log --oneline -1), as $user"
 in_root "chown -R $user:$user $home/asyncnd"
 
 status=0
-for target in demo test; do
+for target in "${targets[@]}"; do
   echo "fresh-debian12: make $target (log: $dir/$target.log)"
   start=$SECONDS
   if as_user "cd $home/asyncnd && make $target" > "$dir/$target.log" 2>&1; then
