@@ -71,7 +71,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 rm -f "$root/etc/apt/sources.list"
-cp /etc/resolv.conf "$root/etc/"
+cp /etc/resolv.conf /etc/hosts "$root/etc/"  # names: the mirror's, and this host's for sudo
 mkdir -p "$root/usr/local/share/ca-certificates"
 cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null ||
   true
