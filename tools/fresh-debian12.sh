@@ -79,38 +79,37 @@ mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 
-# A command in the new machine, as root or (as_user) as $user: a plain PATH, the rest of this
-# environment passed through.
-PLAIN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-in_root() {
-  chroot "$root" /usr/bin/env PATH=$PLAIN_PATH HOME=/root CI=true DEBIAN_FRONTEND=noninteractive \
-    /bin/bash -c "$1"
-}
 home=/root
 [ "$user" = root ] || home=/home/$user
-as_user() {
-  chroot --userspec="$user:$user" "$root" /usr/bin/env PATH=$PLAIN_PATH HOME="$home" USER="$user" \
-    CI=true /bin/bash -c "$1"
+# run_as WHO COMMAND: a command in the new machine, as root or as $user (with $home): a plain
+# PATH, the rest of this environment passed through.
+run_as() {
+  local h=/root
+  [ "$1" = root ] || h=$home
+  chroot --userspec="$1:$1" "$root" /usr/bin/env \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="$h" USER="$1" CI=true \
+    DEBIAN_FRONTEND=noninteractive /bin/bash -c "$2"
 }
 
 echo "fresh-debian12: the bare machine's packages"
-in_root 'apt-get update -q && apt-get install -y -q --no-install-recommends \
+run_as root 'apt-get update -q && apt-get install -y -q --no-install-recommends \
   g++ cmake make git python3 ca-certificates && update-ca-certificates' > "$dir/base.log" 2>&1 ||
   die "installing the base packages failed: see $dir/base.log"
 if [ "$user" != root ]; then
-  in_root "apt-get install -y -q --no-install-recommends sudo && useradd -m -s /bin/bash $user &&
+  run_as root "apt-get install -y -q --no-install-recommends sudo &&
+    useradd -m -s /bin/bash $user &&
     echo '$user ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/$user" >> "$dir/base.log" 2>&1 ||
     die "making the user $user failed: see $dir/base.log"
 fi
 git clone -q "$repo" "$root$home/asyncnd"
 echo "fresh-debian12: $(git -C "$root$home/asyncnd" log --oneline -1), as $user"
-in_root "chown -R $user:$user $home/asyncnd"
+run_as root "chown -R $user:$user $home/asyncnd"
 
 status=0
 for target in "${targets[@]}"; do
   echo "fresh-debian12: make $target (log: $dir/$target.log)"
   start=$SECONDS
-  if as_user "cd $home/asyncnd && make $target" > "$dir/$target.log" 2>&1; then
+  if run_as "$user" "cd $home/asyncnd && make $target" > "$dir/$target.log" 2>&1; then
     echo "fresh-debian12: make $target passed in $((SECONDS - start)) s"
   else
     status=$?

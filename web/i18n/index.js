@@ -47,7 +47,7 @@ const escapeHtml = (s) => String(s).replace(/[&<>"']/g,
 // RangeError: Node 18, browsers from before 2023 that run the module's SIMD128 build), a value in
 // microseconds is written as Intl writes milliseconds, with the unit's symbol replaced by the
 // language's `us`. `hasUnit` is for tests, which check the two ways against each other.
-export function unitFormatter(lang, hasUnit = (u) => unitSupported(u)) {
+export function unitFormatter(lang, hasUnit = unitSupported) {
   const nf = (u, digits) => new Intl.NumberFormat(lang.locale, { style: 'unit', unit: u,
     unitDisplay: 'short', minimumFractionDigits: digits, maximumFractionDigits: digits });
   return (u, v, digits) => {
@@ -57,14 +57,19 @@ export function unitFormatter(lang, hasUnit = (u) => unitSupported(u)) {
   };
 }
 
-function unitSupported(u) {
-  try {
-    new Intl.NumberFormat('en', { style: 'unit', unit: u });
-    return true;
-  } catch (e) {
-    if (e instanceof RangeError) return false;
-    throw e;
+// Whether this engine's Intl.NumberFormat knows the unit; asked once per unit.
+const unitKnown = new Map();
+export function unitSupported(u) {
+  if (!unitKnown.has(u)) {
+    try {
+      new Intl.NumberFormat('en', { style: 'unit', unit: u });
+      unitKnown.set(u, true);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      unitKnown.set(u, false);
+    }
   }
+  return unitKnown.get(u);
 }
 
 export function makeTranslator(code) {
