@@ -1,10 +1,16 @@
-// Helpers shared by the benchmark programs (bench/*.cpp): wall time, medians, where bench/ is.
+// Helpers shared by the benchmark programs (bench/*.cpp): wall time, medians, where bench/ is, and
+// running a peer's script (bench/torch_peer.py) for its figures, the CPU's name.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace asyncnd_bench {
@@ -29,6 +35,48 @@ inline std::string bench_dir() {
   if (!std::filesystem::exists("bench/e1_numpy.py")) return ASYNCND_SOURCE_DIR "/bench";
 #endif
   return "bench";
+}
+
+// The CPU's model name (/proc/cpuinfo), or "unknown".
+inline std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto c = line.find(':');
+      return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
+    }
+  return "unknown";
+}
+
+// What a peer's script printed: `key value` lines whose key starts with `prefix` (the figures),
+// "# " lines (comments, such as the peer's version), the whole output and the exit status.
+struct PeerRun {
+  int status = -1;  // the shell's exit status; -1: the command could not be started
+  std::vector<std::pair<std::string, double>> figures;
+  std::vector<std::string> comments;
+  std::string output;
+};
+
+// Runs `command` through the shell (append 2>&1 to see its errors in `output`) and reads it.
+inline PeerRun run_peer(const std::string& command, const char* prefix) {
+  PeerRun r;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return r;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) r.output += buf;
+  r.status = pclose(p);
+  std::istringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# ", 0) == 0) r.comments.push_back(line.substr(2));
+    char key[64];
+    double v = 0;
+    if (std::sscanf(line.c_str(), "%63s %lf", key, &v) == 2 &&
+        std::strncmp(key, prefix, std::strlen(prefix)) == 0)
+      r.figures.emplace_back(key, v);
+  }
+  return r;
 }
 
 }  // namespace asyncnd_bench

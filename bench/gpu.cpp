@@ -1,26 +1,44 @@
 // bench_gpu: the CUDA backend's figures, on a machine with an NVIDIA GPU.
 //
 // Usage: build/bench_gpu [out.json]   (default bench/results/gpu.json, found as bench_native finds
-// its output). Without a GPU (or without the CUDA backend in the build) it prints
-// "SKIPPED: <reason>", writes nothing and exits 0: no figure is ever made up.
-//   sgemm_gpu_direct_gflops  4096x4096 SGEMM through cuBLAS directly (no engine): its own stream,
-//                            one warm-up, 10 calls between two CUDA events
-//   sgemm_gpu_engine_gflops  the same product as nd::dot on gpu(0) through the engine: 10 pushes,
-//                            then nd::waitall, wall time (so the engine's push and completion
-//                            costs are included)
+// its output; the profiler's trace of the copy/compute overlap goes beside it, as gpu_trace.json).
+// Without a GPU (or without the CUDA backend in the build) it prints "SKIPPED: <reason>", writes
+// nothing and exits 0: no figure is ever made up. Figures, each the median of 5 runs unless said:
+//   sgemm4096_gpu_direct_gflops   4096x4096 SGEMM through cuBLAS directly (no engine): its own
+//                                 stream, one warm-up, 10 calls between two CUDA events
+//   sgemm4096_gpu_engine_gflops   the same product as nd::dot on gpu(0) through the engine: 10
+//                                 pushes, then nd::waitall, wall time (so the engine's push and
+//                                 completion costs are included); goal >= 0.95 x direct
 //   e1_gpu_returned_s, e1_gpu_s   the chapter's E1 on gpu(0): 10 x (random_normal 1000x1000, dot):
-//                            time for the loop to return, and until waitall returns
-// Each figure is the median of 5 runs.
+//                                 time for the loop to return, and until waitall returns
+//   gpu_e5_sync_step_us, gpu_e5_async_step_us   E5 on gpu(0): 10 000 x `y = x + 1` on a [1,2]
+//                                 array, wait_to_read after each step or waitall once; per step
+//   torch_cuda_e5_*, torch_cuda_e6_sync_s       the same in PyTorch's CUDA eager
+//                                 (`python3 bench/torch_peer.py --cuda`; ASYNCND_PYTHON names
+//                                 another Python); omitted, saying why, where it does not run
+//   gpu_copy_overlap_share        a host-to-device copy of the next batch (16 MB) queued behind
+//                                 four 4096^3 GEMMs, 5 times: the share of the copy's device time
+//                                 (the copy stream's spans in the profiler's trace) during which
+//                                 the compute stream ran a GEMM; gpu_copy_ms, gpu_copy_gbps: the
+//                                 copy's device time, median
+//   gpu_e6_<mode>_s, gpu_e6_<mode>_peak_mb       E6 (the chapter's MLP, 100 batches) on gpu(0) in
+//                                 three modes (sync: reading the loss each batch; nosync: never
+//                                 reading, no byte bound; default: never reading, the engine's
+//                                 default bound): total time, once each, and the engine's peak
+//                                 bytes on gpu(0)
 #include <asyncnd/asyncnd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -124,8 +142,9 @@ void bench_sgemm(const Device gpu) {
     nd::waitall();
     eng.push_back(flops * reps / since(t0) / 1e9);
   }
-  record("sgemm_gpu_direct_gflops", median(direct), "cuBLAS directly, n=4096");
-  record("sgemm_gpu_engine_gflops", median(eng), "nd::dot through the engine, n=4096");
+  record("sgemm4096_gpu_direct_gflops", median(direct), "cuBLAS directly, n=4096");
+  record("sgemm4096_gpu_engine_gflops", median(eng), "nd::dot through the engine, n=4096");
+  record("sgemm4096_gpu_engine_over_direct", median(eng) / median(direct), "goal >= 0.95");
 }
 
 // The chapter's E1 loop (experiments/chapter.h) on the GPU, once to warm up, then 5 times.
@@ -140,6 +159,109 @@ void bench_e1(const Device gpu) {
   }
   record("e1_gpu_returned_s", median(ret), "E1 on the GPU: the loop returned (only queued)");
   record("e1_gpu_s", median(fin), "E1 on the GPU: waitall returned");
+}
+
+// E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
+void bench_e5(const Device gpu) {
+  const int n = 10000;
+  const NDArray x = nd::ones({1, 2}, gpu);
+  NDArray y;
+  for (int i = 0; i < 1000; ++i) y = x + 1.0f;  // warm-up
+  nd::waitall();
+  std::vector<double> sync, async;
+  for (int run = 0; run < 5; ++run) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      y = x + 1.0f;
+      y.wait_to_read();
+    }
+    sync.push_back(since(t0) / n * 1e6);
+    t0 = Clock::now();
+    for (int i = 0; i < n; ++i) y = x + 1.0f;
+    nd::waitall();
+    async.push_back(since(t0) / n * 1e6);
+  }
+  if (y.to_vector() != std::vector<float>{2.0f, 2.0f}) throw Error("bench_gpu: E5 gave wrong values");
+  record("gpu_e5_sync_step_us", median(sync), "E5 on the GPU, wait_to_read each step, per step");
+  record("gpu_e5_async_step_us", median(async), "E5 on the GPU, waitall once, per step");
+}
+
+// The peer: PyTorch's CUDA eager on the same GPU (bench/torch_peer.py --cuda).
+void bench_torch_cuda() {
+  const char* py = std::getenv("ASYNCND_PYTHON");
+  const std::string cmd = std::string(py && *py ? py : "python3") + " '" + bench_dir() +
+                          "/torch_peer.py' --cuda 2>&1";
+  const PeerRun run = run_peer(cmd, "torch_cuda_");
+  for (const std::string& c : run.comments) std::printf("  %s\n", c.c_str());
+  for (const auto& [key, v] : run.figures)
+    record(key, v, key == "torch_cuda_e6_sync_s" ? "PyTorch CUDA eager, the chapter's MLP, sync"
+                                                 : "PyTorch CUDA eager, per step");
+  if (run.status != 0 || run.figures.size() != 3)
+    std::fprintf(stderr, "bench_gpu: the PyTorch CUDA peer did not run (%s); torch_cuda_* "
+                         "omitted:\n%s\n", cmd.c_str(), run.output.c_str());
+}
+
+// Copy/compute overlap, from the profiler's device-side spans: four 4096^3 GEMMs queued, then the
+// next batch copied in from the host, 5 times after a warm-up round. Writes the trace to `trace`.
+void bench_overlap(const Device gpu, const std::filesystem::path& trace) {
+  const std::int64_t n = 4096;
+  const NDArray w = nd::random_normal({n, n}, 0, 1, gpu);
+  const NDArray batch = nd::random_normal({1024, 4096});  // 16 MB on the host
+  NDArray p, next;
+  auto round = [&] {
+    p = w;
+    for (int i = 0; i < 4; ++i) p = nd::dot(p, w);
+    next = batch.copy_to(gpu);
+  };
+  round();
+  nd::waitall();
+  Engine& eng = engine();
+  eng.start_profiling();
+  for (int r = 0; r < 5; ++r) round();
+  nd::waitall();
+  const std::string json = eng.stop_profiling();
+  std::vector<std::pair<double, double>> gemms, copies;
+  for (const ProfileEvent& e : eng.profile_events()) {
+    if (e.lane == "compute stream" && e.name.rfind("gemm", 0) == 0)
+      gemms.emplace_back(e.start_us, e.end_us);
+    if (e.lane == "copy stream" && e.name.find("cpu(0)->gpu") != std::string::npos)
+      copies.emplace_back(e.start_us, e.end_us);
+  }
+  if (copies.size() != 5 || gemms.size() != 20)
+    throw Error("bench_gpu: overlap: expected 5 copy and 20 GEMM spans in the profile, got " +
+                std::to_string(copies.size()) + " and " + std::to_string(gemms.size()));
+  // GEMMs run in order on one stream, so their spans do not overlap each other.
+  double copy_total = 0, overlapped = 0;
+  std::vector<double> copy_ms;
+  for (const auto& [c0, c1] : copies) {
+    copy_total += c1 - c0;
+    copy_ms.push_back((c1 - c0) / 1e3);
+    for (const auto& [g0, g1] : gemms) overlapped += std::max(0.0, std::min(c1, g1) - std::max(c0, g0));
+  }
+  record("gpu_copy_overlap_share", copy_total > 0 ? overlapped / copy_total : 0.0,
+         "share of the copies' device time under a GEMM");
+  record("gpu_copy_ms", median(copy_ms), "host-to-device copy of 16 MB, device time");
+  record("gpu_copy_gbps", 16.777216 / median(copy_ms), "its bandwidth, GB/s");
+  std::ofstream f(trace);
+  f << json;
+  std::printf("  (trace: %s; open it in https://ui.perfetto.dev)\n", trace.string().c_str());
+}
+
+// E6 on the GPU: the chapter's MLP, three modes, with the engine's peak bytes on gpu(0).
+void bench_e6(const Device gpu) {
+  chapter::E6Config cfg;
+  cfg.device = gpu;
+  for (const chapter::E6Mode mode :
+       {chapter::E6Mode::kSync, chapter::E6Mode::kNoSync, chapter::E6Mode::kDefault}) {
+    const chapter::E6Result r = chapter::e6(mode, cfg);
+    const std::string key = std::string("gpu_e6_") + chapter::e6_mode_name(mode);
+    record(key + "_s", r.total_s, "E6 on the GPU: first batch .. waitall");
+    record(key + "_frontend_s", r.frontend_s, "E6 on the GPU: the loop returned");
+    record(key + "_peak_mb", r.device_peak_mb, "engine peak bytes on gpu(0), MB");
+    std::printf("  %-8s final loss %.6f, %llu pushes waited, bound %.0f MB (%s)\n",
+                chapter::e6_mode_name(mode), r.final_loss,
+                static_cast<unsigned long long>(r.push_waits), r.bound_mb, r.bound_source);
+  }
 }
 #endif
 
@@ -162,13 +284,31 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("bench_gpu: gpu(0) = %s, %s\n", device.c_str(), detail::cuda_backend().name().c_str());
-  try {
-    bench_sgemm(gpu);
-    bench_e1(gpu);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_gpu: stopped by an error: %s\n", e.what());
+  // Each part on its own: one that fails says why, and the others still give their figures.
+  const std::filesystem::path trace = out.parent_path() / "gpu_trace.json";
+  const std::vector<std::pair<const char*, std::function<void()>>> parts = {
+      {"sgemm", [&] { bench_sgemm(gpu); }},
+      {"E1", [&] { bench_e1(gpu); }},
+      {"E5", [&] { bench_e5(gpu); }},
+      {"PyTorch CUDA", [&] { bench_torch_cuda(); }},
+      {"overlap", [&] { bench_overlap(gpu, trace); }},
+      {"E6", [&] { bench_e6(gpu); }},
+  };
+  int failed = 0;
+  for (const auto& [name, run] : parts) {
+    std::printf("%s\n", name);
+    try {
+      run();
+      nd::waitall();
+    } catch (const std::exception& e) {
+      ++failed;
+      std::fprintf(stderr, "bench_gpu: %s stopped by an error: %s\n", name, e.what());
+    }
   }
   if (g_figures.empty()) return 1;
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -180,7 +320,10 @@ int main(int argc, char** argv) {
     js << "  \"" << f.first << "\": " << num << ",\n";
   }
   js << "  \"machine\": {\"gpu\": \"" << device << "\", \"backend\": \""
-     << detail::cuda_backend().name() << "\", \"date\": \"" << date << "\"}\n}\n";
+     << detail::cuda_backend().name() << "\", \"cuda_driver\": \"" << driver / 1000 << "."
+     << driver % 1000 / 10 << "\", \"cuda_runtime\": \"" << runtime / 1000 << "."
+     << runtime % 1000 / 10 << "\", \"cpu\": \"" << cpu_model() << "\", \"cpu_threads\": "
+     << std::thread::hardware_concurrency() << ", \"date\": \"" << date << "\"}\n}\n";
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   std::ofstream f(out);
   f << js.str();
@@ -189,6 +332,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("wrote %s\n", out.string().c_str());
-  return 0;
+  return failed ? 1 : 0;
 #endif
 }

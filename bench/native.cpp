@@ -517,28 +517,15 @@ void bench_torch(const std::string& exe_dir, int threads) {
   if (!std::filesystem::exists(script)) script = exe_dir + "/../bench/torch_peer.py";
   const std::string cmd = "/usr/bin/python3 '" + script + "' " +
                           std::to_string(threads) + " 2>&1";
-  FILE* p = std::filesystem::exists(script) ? popen(cmd.c_str(), "r") : nullptr;
-  std::string out;
-  char buf[512];
-  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
-  const int status = p ? pclose(p) : -1;
-  int found = 0;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("# ", 0) == 0) std::printf("  %s\n", line.c_str() + 2);
-    char key[64];
-    double v = 0;
-    if (std::sscanf(line.c_str(), "%63s %lf", key, &v) == 2 && std::strncmp(key, "torch_", 6) == 0) {
-      record(key, v, std::string(key) == "torch_e5_step_us"
-                         ? "10000 x y = x + 1 on a [1,2] tensor, per step, median of 5"
-                         : "the chapter's MLP, 100 batches of 1024x512, loss read each batch");
-      ++found;
-    }
-  }
-  if (status != 0 || found != 2) {
+  const PeerRun run = std::filesystem::exists(script) ? run_peer(cmd, "torch_") : PeerRun{};
+  for (const std::string& c : run.comments) std::printf("  %s\n", c.c_str());
+  for (const auto& [key, v] : run.figures)
+    record(key, v, key == "torch_e5_step_us"
+                       ? "10000 x y = x + 1 on a [1,2] tensor, per step, median of 5"
+                       : "the chapter's MLP, 100 batches of 1024x512, loss read each batch");
+  if (run.status != 0 || run.figures.size() != 2) {
     std::fprintf(stderr, "bench_native: the PyTorch peer did not run (make bench installs "
-                         "python3-torch); torch_* omitted:\n%s\n", out.c_str());
+                         "python3-torch); torch_* omitted:\n%s\n", run.output.c_str());
   }
 }
 
@@ -551,17 +538,6 @@ std::string json_str(const std::string& s) {
     if (static_cast<unsigned char>(c) >= 0x20) out += c;
   }
   return out + "\"";
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
-    }
-  return "unknown";
 }
 
 // OpenBLAS's core as the backend left it (cpu_gemm() starts the backend, which may switch it),

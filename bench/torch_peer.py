@@ -9,6 +9,12 @@ Prints, one per line, `key value` for: torch_e5_step_us (10 000 x `y = x + 1` on
 per step, median of 5), torch_e6_sync_s (the chapter's MLP: Dense 2048 relu, Dense 512 relu,
 Dense 1, L2 loss, SGD lr 0.005, 100 batches of 1024x512, reading the loss each batch), and
 torch_blas_core (as a comment line). THREADS: torch.set_num_threads, the same as asyncnd's BLAS.
+
+On a machine with an NVIDIA GPU, bench_gpu runs it with the Python that has a CUDA PyTorch:
+    python3 bench/torch_peer.py --cuda
+which prints torch_cuda_e5_sync_step_us and torch_cuda_e5_async_step_us (the same 10 000 steps on
+the GPU, torch.cuda.synchronize() after each step, or once after the loop; per step, median of 5)
+and torch_cuda_e6_sync_s (the MLP on the GPU, reading the loss each batch).
 """
 import ctypes
 import statistics
@@ -29,25 +35,33 @@ def blas_core():
     return "unknown"
 
 
-def e5_step_us(n=10000):
-    x = torch.ones((1, 2))
-    y = x + 1  # warm-up
+def e5_step_us(n=10000, device="cpu", sync_each=False):
+    x = torch.ones((1, 2), device=device)
+    cuda = device != "cpu"
+    for _ in range(1000):  # warm-up: allocator, kernels loaded
+        y = x + 1
+    if cuda:
+        torch.cuda.synchronize()
     times = []
     for _ in range(5):
         t0 = time.perf_counter()
         for _ in range(n):
             y = x + 1
+            if sync_each:
+                torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / n * 1e6)
     del y
     return statistics.median(times)
 
 
-def e6_sync_s(batches=100, batch=1024, features=512):
+def e6_sync_s(batches=100, batch=1024, features=512, device="cpu"):
     torch.manual_seed(0)
     net = torch.nn.Sequential(
         torch.nn.Linear(features, 2048), torch.nn.ReLU(),
         torch.nn.Linear(2048, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 1))
+        torch.nn.Linear(512, 1)).to(device)
     loss_fn = torch.nn.MSELoss(reduction="none")  # per-example, like Gluon's L2Loss (times 2)
     # Gluon's trainer.step(batch) divides the summed gradient by the batch size; so does this lr.
     trainer = torch.optim.SGD(net.parameters(), lr=0.005 / batch)
@@ -59,16 +73,36 @@ def e6_sync_s(batches=100, batch=1024, features=512):
         trainer.step()
         return l
 
-    X, y = torch.randn(batch, features), torch.randn(batch, 1)
+    def data():
+        return (torch.randn(batch, features, device=device),
+                torch.randn(batch, 1, device=device))
+
+    X, y = data()
     step(X, y).mean().item()  # warm-up: allocations, BLAS threads
     t0 = time.perf_counter()
     for _ in range(batches):
-        X, y = torch.randn(batch, features), torch.randn(batch, 1)
+        X, y = data()
         step(X, y).mean().item()  # the synchronising read of each batch
     return time.perf_counter() - t0
 
 
+def main_cuda():
+    if not torch.cuda.is_available():
+        print(f"# torch {torch.__version__} sees no CUDA device")
+        sys.exit(1)
+    # Plain FP32 (no TF32), as asyncnd's cuBLAS calls.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(f"# torch {torch.__version__}, CUDA {torch.version.cuda}, "
+          f"{torch.cuda.get_device_name(0)}")
+    print(f"torch_cuda_e5_sync_step_us {e5_step_us(device='cuda', sync_each=True):.4f}")
+    print(f"torch_cuda_e5_async_step_us {e5_step_us(device='cuda'):.4f}")
+    print(f"torch_cuda_e6_sync_s {e6_sync_s(device='cuda'):.4f}")
+
+
 def main():
+    if sys.argv[1:] == ["--cuda"]:
+        main_cuda()
+        return
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     torch.set_num_threads(threads)
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "

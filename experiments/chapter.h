@@ -373,6 +373,7 @@ struct E6Config {
   float lr = 0.005f;
   std::size_t bound_bytes = 0;  // for E6Mode::kBounded
   std::uint64_t seed = 42;
+  asyncnd::Device device;  // where the batches are made, and so the parameters (Dense's deferred init)
   // Called on the calling thread each time the loop asks the data iterator for the next batch,
   // from the second time on: `given` batches were handed out so far, `seconds` after the first.
   // The chapter's data_iter prints "batch i, time t sec" there; the measurement includes the call.
@@ -387,6 +388,7 @@ struct E6Result {
   double last_handout_s = 0;      // when the last batch was handed out
   double engine_peak_mb = 0;      // engine bytes in use at peak, during the run
   double engine_start_mb = 0;     // engine bytes in use before the run (parameters, gradients)
+  double device_peak_mb = 0;      // of those, the peak on cfg.device alone
   double rss_start_mb = 0, rss_peak_mb = 0, rss_end_mb = 0;  // process RSS (/proc/self/status)
   double loss_sum = 0;            // sync only: the sum of the per-batch mean losses
   double final_loss = 0;          // mean loss of the last batch (read after the run)
@@ -435,7 +437,7 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
   nn::L2Loss loss;
   nn::SGD trainer(net.parameters(), cfg.lr);
   {
-    nn::DataIter warm(1, cfg.batch_size, cfg.features);
+    nn::DataIter warm(1, cfg.batch_size, cfg.features, cfg.device);
     nn::Batch b;
     warm.next(b);
     NDArray l;
@@ -443,7 +445,7 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
       autograd::Record rec;
       l = loss(net(b.X), b.y);
     }
-    l.backward(nd::ones(l.shape()));
+    l.backward(nd::ones(l.shape(), l.device()));
     trainer.step(cfg.batch_size);
     nd::waitall();
   }
@@ -461,7 +463,7 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
   r.engine_start_mb = eng.stats().bytes_in_use / 1e6;
   r.rss_start_mb = proc_status_mb("VmRSS");
 
-  nn::DataIter it(cfg.num_batches, cfg.batch_size, cfg.features);
+  nn::DataIter it(cfg.num_batches, cfg.batch_size, cfg.features, cfg.device);
   nn::Batch b;
   NDArray l;
   Clock::time_point first_ask, t0;
@@ -475,7 +477,7 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
       l = loss(net(b.X), b.y);
     }
     if (mode == E6Mode::kSync) r.loss_sum += l.mean().item();  // the synchronising read
-    l.backward(nd::ones(l.shape()));  // the chapter's l.backward() on a [batch] loss
+    l.backward(nd::ones(l.shape(), l.device()));  // the chapter's l.backward() on a [batch] loss
     trainer.step(cfg.batch_size);
   }
   r.frontend_s = seconds_since(t0);
@@ -483,6 +485,8 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
   r.total_s = seconds_since(t0);
   const EngineStats after = eng.stats();
   r.engine_peak_mb = after.bytes_peak / 1e6;
+  for (const DeviceStats& d : after.devices)
+    if (d.device == cfg.device) r.device_peak_mb = d.bytes_peak / 1e6;
   r.push_waits = after.push_waits - before.push_waits;
   r.rss_peak_mb = proc_status_mb("VmHWM");
   r.rss_end_mb = proc_status_mb("VmRSS");

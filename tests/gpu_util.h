@@ -7,11 +7,13 @@
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
+#include "experiments/chapter.h"
 
 namespace asyncnd_test {
 
@@ -44,6 +46,31 @@ inline int gpus_or_skip(const char* test, int needed = 1) {
   std::cout << "SKIPPED: " << test << ": " << reason << std::endl;
   WARN("SKIPPED: " << test << ": " << reason);
   return 0;
+}
+
+// The chapter's MLP (experiments/chapter.h, E6) trained for three small batches in each mode that
+// reads the loss, once on the CPU and once on `device`: the same seed gives the same parameters
+// and batches there (Philox), so the losses agree up to the GEMMs' summation order. The network's
+// parameters are made on `device` (Dense's deferred initialisation follows its input), and the
+// device's peak bytes are counted there.
+inline void check_mlp_on_device(asyncnd::Device device) {
+  chapter::E6Config cfg;
+  cfg.num_batches = 3;
+  cfg.batch_size = 64;
+  cfg.features = 32;
+  const chapter::E6Result cpu = chapter::e6(chapter::E6Mode::kSync, cfg);
+  cfg.device = device;
+  const chapter::E6Result dev = chapter::e6(chapter::E6Mode::kSync, cfg);
+  INFO("loss sum: cpu " << cpu.loss_sum << ", " << device.str() << " " << dev.loss_sum);
+  CHECK(cpu.loss_sum > 0);
+  CHECK(std::abs(dev.loss_sum - cpu.loss_sum) <= 1e-4 * std::abs(cpu.loss_sum));
+  CHECK(std::abs(dev.final_loss - cpu.final_loss) <= 1e-4 * std::abs(cpu.final_loss) + 1e-7);
+  CHECK(dev.device_peak_mb > 0);  // parameters, batches and activations lived on the device
+  asyncnd::nn::DataIter it(1, 4, 3, device);
+  asyncnd::nn::Batch b;
+  REQUIRE(it.next(b));
+  CHECK(b.X.device() == device);
+  CHECK(b.y.device() == device);
 }
 
 }  // namespace asyncnd_test

@@ -1,6 +1,7 @@
 // [gpu] The CUDA-specific engine paths, on real GPUs only (SKIPPED with the reason otherwise):
 // event dependencies between the copy and compute streams, copies CPU<->GPU and GPU<->GPU,
-// errors from a failing kernel launch, device bytes in the stats and the allocator's cache.
+// errors from a failing kernel launch, device bytes in the stats and the allocator's cache, the
+// chapter's MLP trained on the GPU, and the device-side spans in the profile.
 #include <string>
 #include <vector>
 
@@ -66,7 +67,10 @@ TEST_CASE("cuda: copies between two GPUs", "[gpu][multigpu]") {
   });
 }
 
-TEST_CASE("cuda: a failing kernel launch poisons its outputs with CUDA's error text", "[gpu][engine]") {
+// [api_errors]: CUDA calls fail here on purpose; tools/gpu-check.sh leaves it out of
+// compute-sanitizer's runs, which would report them.
+TEST_CASE("cuda: a failing kernel launch poisons its outputs with CUDA's error text",
+          "[gpu][engine][api_errors]") {
   if (!gpus_or_skip("cuda kernel errors")) return;
   leak_checked([] {
     const Device g = Device::gpu(0);
@@ -99,5 +103,54 @@ TEST_CASE("cuda: device bytes in the engine's stats, freed blocks are cached", "
 #if ASYNCND_HAVE_CUDA
     CHECK(detail::cuda_cached_bytes(0) >= (4u << 20));
 #endif
+  });
+}
+
+TEST_CASE("cuda: the chapter's MLP trains on the GPU as on the CPU", "[gpu][engine]") {
+  if (!gpus_or_skip("cuda MLP")) return;
+  leak_checked([] { check_mlp_on_device(Device::gpu(0)); });
+}
+
+TEST_CASE("cuda: the profile shows when kernels and copies ran on the device", "[gpu][engine]") {
+  if (!gpus_or_skip("cuda device-side profile")) return;
+  leak_checked([] {
+    const Device g = Device::gpu(0);
+    const NDArray a = nd::random_normal({2048, 2048}, 0, 1, g);
+    const NDArray host = nd::ones({1 << 22});  // 16 MB
+    nd::waitall();
+    Engine& eng = engine();
+    eng.start_profiling();
+    NDArray p = nd::dot(a, a);
+    for (int i = 0; i < 3; ++i) p = nd::dot(p, a) * 1e-3f;
+    const NDArray next = host.copy_to(g);  // the next batch, copied while the products run
+    const float back = nd::sum(next).item();
+    const std::string trace = eng.stop_profiling();
+    CHECK(back == static_cast<float>(1 << 22));
+    std::vector<ProfileEvent> compute, copies;
+    for (const ProfileEvent& e : eng.profile_events()) {
+      if (e.lane == "compute stream") compute.push_back(e);
+      if (e.lane == "copy stream") copies.push_back(e);
+      if (e.lane.empty()) continue;
+      INFO(e.lane << ": " << e.name << " " << e.start_us << ".." << e.end_us << " us");
+      CHECK(e.device == g);
+      CHECK(e.start_us >= 0);
+      CHECK(e.end_us >= e.start_us);
+    }
+    // 4 GEMMs, the scaling, the sum's reduction on the compute stream; the copy in and the
+    // result's copy out on the copy stream.
+    REQUIRE(compute.size() >= 8);
+    REQUIRE(copies.size() == 2);
+    CHECK(copies[0].name.find("copy cpu(0)->gpu(0) (16777216 B)") != std::string::npos);
+    int gemms = 0;
+    for (std::size_t i = 0; i < compute.size(); ++i) {
+      gemms += compute[i].name.rfind("gemm 2048x2048x2048", 0) == 0;
+      // One stream runs in order: each span starts after the one before it ends (event times
+      // have a resolution of about half a microsecond).
+      if (i > 0) CHECK(compute[i].start_us >= compute[i - 1].end_us - 1.0);
+    }
+    CHECK(gemms == 4);
+    CHECK(compute[0].end_us - compute[0].start_us > 10.0);  // a 2048^3 product takes > 10 us
+    CHECK(trace.find("\"copy stream\"") != std::string::npos);
+    CHECK(trace.find("\"cat\":\"device\"") != std::string::npos);
   });
 }

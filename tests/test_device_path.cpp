@@ -1,7 +1,8 @@
 // [device] core/'s device path on the GPU emulated on the CPU (tests/emulated_device.h), the
 // engine paths a CUDA GPU takes: ops complete when queued, a device-to-host copy when the values
 // are there, errors from a launch poison what the op writes, copies between two devices, device
-// bytes in the engine's stats, bad input rejected before anything is queued.
+// bytes in the engine's stats, bad input rejected before anything is queued, the chapter's MLP
+// trained there.
 #include <string>
 #include <vector>
 
@@ -88,4 +89,9 @@ TEST_CASE("device path: bad input is rejected at the call, before anything is qu
     expect_error([&] { nd::zeros({2}, Device::gpu(2)); }, {"zeros: no device gpu(2)"});
     expect_error([&] { g.copy_to(Device::gpu(5)); }, {"copy_to: no device gpu(5)"});
   });
+}
+
+TEST_CASE("device path: the chapter's MLP trains on a device as on the CPU", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] { check_mlp_on_device(Device::gpu(0)); });
 }

@@ -9,6 +9,10 @@
 //     own event fire), NDArray::wait_to_read (the array's event) and waitall (the device).
 //   - Ops whose completion lets the engine reuse an input on another stream complete only when
 //     the device is done with it: device-to-host and GPU-to-GPU copies, through the poller.
+// Profiling: while the engine profiles, each launch records a pair of timing events around its
+// work on the stream it used; Engine::stop_profiling collects them as device-side spans
+// (Backend::take_device_spans), anchored to the profiler's clock by one event recorded on an idle
+// stream at collection: the trace shows when kernels and copies ran, not only when they launched.
 // Memory: a block freed by an array is cached by size; its event is re-recorded on the compute
 // stream at the free (after waiting for a copy-stream write), so a later op on the compute stream
 // may reuse it at once, and an op on another stream waits for that event first (stream-aware).
@@ -22,6 +26,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -127,6 +132,13 @@ struct Pending {
   PinnedPool::Buffer staging;
   float* host_dst = nullptr;
   std::size_t bytes = 0;
+};
+
+// A launch timed while profiling: start and end events recorded around it on its stream.
+struct TimedSpan {
+  std::string name;
+  const char* lane;  // "compute stream" or "copy stream"
+  cudaEvent_t start, end;
 };
 
 class DeviceState {
@@ -261,6 +273,76 @@ class DeviceState {
 
   PinnedPool& pinned() { return *pinned_; }
 
+  // ---- device-side timing (profiling) ----------------------------------------------------------
+  // Records a timing event on `stream` before a timed launch; span_end records the one after it
+  // and keeps the pair, span_drop forgets a launch that failed.
+  // Profiling never fails an op: an event that cannot be made loses its span (nullptr).
+  cudaEvent_t span_begin(cudaStream_t stream) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreate(&e) == cudaSuccess && cudaEventRecord(e, stream) == cudaSuccess) return e;
+    cudaGetLastError();
+    if (e) cudaEventDestroy(e);
+    return nullptr;
+  }
+  void span_end(cudaStream_t stream, std::string name, cudaEvent_t start) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreate(&e) != cudaSuccess || cudaEventRecord(e, stream) != cudaSuccess) {
+      cudaGetLastError();  // a span lost to a failing event: the op itself has run
+      if (e) cudaEventDestroy(e);
+      cudaEventDestroy(start);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(smu_);
+    spans_.push_back({std::move(name), stream == copy_ ? "copy stream" : "compute stream", start, e});
+  }
+  static void span_drop(cudaEvent_t start) { cudaEventDestroy(start); }
+
+  // Waits for every timed launch, converts the spans to the profiler's clock and forgets them.
+  // The anchor: an event recorded on a stream with nothing queued completes at once, so its
+  // device time is the host time between recording it and seeing it complete (their midpoint;
+  // the error is half that window, a few microseconds).
+  std::vector<Backend::DeviceSpan> take_spans() {
+    std::vector<TimedSpan> spans;
+    {
+      std::lock_guard<std::mutex> lock(smu_);
+      spans.swap(spans_);
+    }
+    std::vector<Backend::DeviceSpan> out;
+    if (spans.empty()) return out;
+    cudaSetDevice(id_);
+    cudaStream_t idle = nullptr;
+    cudaEvent_t anchor = nullptr;
+    bool ok = cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking) == cudaSuccess &&
+              cudaEventCreate(&anchor) == cudaSuccess;
+    for (const TimedSpan& t : spans) ok = ok && cudaEventSynchronize(t.end) == cudaSuccess;
+    std::int64_t host_ns = 0;
+    if (ok) {
+      const std::int64_t before = profiler_clock_ns();
+      ok = cudaEventRecord(anchor, idle) == cudaSuccess &&
+           cudaEventSynchronize(anchor) == cudaSuccess;
+      host_ns = before + (profiler_clock_ns() - before) / 2;
+    }
+    for (const TimedSpan& t : spans) {
+      float to_start = 0, to_end = 0;  // ms from the span's events to the anchor
+      if (ok && cudaEventElapsedTime(&to_start, t.start, anchor) == cudaSuccess &&
+          cudaEventElapsedTime(&to_end, t.end, anchor) == cudaSuccess) {
+        Backend::DeviceSpan d;
+        d.name = t.name;
+        d.device = Device::gpu(id_);
+        d.lane = t.lane;
+        d.start_ns = host_ns - static_cast<std::int64_t>(static_cast<double>(to_start) * 1e6);
+        d.end_ns = host_ns - static_cast<std::int64_t>(static_cast<double>(to_end) * 1e6);
+        out.push_back(std::move(d));
+      }
+      cudaEventDestroy(t.start);
+      cudaEventDestroy(t.end);
+    }
+    cudaGetLastError();  // a failure above loses spans, never the device
+    if (anchor) cudaEventDestroy(anchor);
+    if (idle) cudaStreamDestroy(idle);
+    return out;
+  }
+
   // cuBLAS calls on this device's handle come from its engine worker and from the bench's direct
   // timing (cuda_direct_sgemm_seconds).
   std::mutex& blas_mutex() { return blas_mu_; }
@@ -346,6 +428,9 @@ class DeviceState {
   std::size_t cached_ = 0;
   std::vector<cudaEvent_t> events_;
 
+  std::mutex smu_;  // spans_
+  std::vector<TimedSpan> spans_;
+
   std::mutex pmu_;
   std::condition_variable pcv_;
   std::deque<Pending> pending_;
@@ -376,6 +461,50 @@ void gemm(DeviceState& d, bool ta, bool tb, std::int64_t m, std::int64_t n, std:
                          static_cast<int>(ldc)),
              "cublasSgemm", d.id());
 }
+
+// What a call is, for its device-side span in the profile.
+std::string call_name(const KernelCall& c) {
+  using Kind = KernelCall::Kind;
+  switch (c.kind) {
+    case Kind::kFill: return "fill";
+    case Kind::kArange: return "arange";
+    case Kind::kMap: return "map";
+    case Kind::kMapStrided: return "map (strided)";
+    case Kind::kReduce: return "reduce";
+    case Kind::kRandom: return "random";
+    case Kind::kTranspose2d: return "transpose";
+    case Kind::kGemm:
+      return "gemm " + std::to_string(c.gemm.m) + "x" + std::to_string(c.gemm.n) + "x" +
+             std::to_string(c.gemm.k);
+    case Kind::kCopy:
+      return "copy " + c.copy.src().str() + "->" + c.copy.dst().str() + " (" +
+             std::to_string(c.n * static_cast<std::int64_t>(sizeof(float))) + " B)";
+  }
+  return "call";
+}
+
+// Times one launch on `stream` while the engine profiles: the start event at construction, the
+// end at end(); a launch that throws before end() loses its span.
+class SpanTimer {
+ public:
+  SpanTimer(DeviceState& d, cudaStream_t stream, bool on)
+      : d_(d), stream_(stream), start_(on ? d.span_begin(stream) : nullptr) {}
+  ~SpanTimer() {
+    if (start_) DeviceState::span_drop(start_);
+  }
+  SpanTimer(const SpanTimer&) = delete;
+  SpanTimer& operator=(const SpanTimer&) = delete;
+  void end(const KernelCall& c) {
+    if (!start_) return;
+    d_.span_end(stream_, call_name(c), start_);
+    start_ = nullptr;
+  }
+
+ private:
+  DeviceState& d_;
+  cudaStream_t stream_;
+  cudaEvent_t start_;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -423,6 +552,7 @@ class CudaBackend final : public Backend {
     if (c.a) d.wait_for(s, c.a);
     if (c.b) d.wait_for(s, c.b);
     d.wait_for(s, c.out);  // a write waits for the last write too (e.g. a host-to-device copy)
+    SpanTimer timer(d, s, timing());
     if (c.kind == Kind::kGemm) {
       const auto& g = c.gemm;
       gemm(d, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, c.a, g.lda, c.b, g.ldb, g.beta, c.out,
@@ -430,6 +560,7 @@ class CudaBackend final : public Backend {
     } else {
       check(run_cuda_kernel(c, s), "kernel launch", device_id);
     }
+    timer.end(c);
     d.written(s, c.out);
     done.done();  // later ops of this device queue behind it on the stream
   }
@@ -444,6 +575,19 @@ class CudaBackend final : public Backend {
     }
     check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
+  }
+
+  void set_device_timing(bool on) override { timing_.store(on, std::memory_order_relaxed); }
+  std::vector<DeviceSpan> take_device_spans() override {
+    std::vector<DeviceSpan> out;
+    for (int i = 0; i < count_; ++i) {
+      if (DeviceState* d = started(i)) {
+        std::vector<DeviceSpan> spans = d->take_spans();
+        out.insert(out.end(), std::make_move_iterator(spans.begin()),
+                   std::make_move_iterator(spans.end()));
+      }
+    }
+    return out;
   }
 
   DeviceState& state(int id) {
@@ -476,8 +620,10 @@ class CudaBackend final : public Backend {
       std::memcpy(p.staging.ptr, c.a, bytes);
       try {
         d.wait_for(d.copy(), c.out);
+        SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(c.out, p.staging.ptr, bytes, cudaMemcpyHostToDevice, d.copy()),
               "cudaMemcpyAsync (host to device)", d.id());
+        timer.end(c);
         d.written(d.copy(), c.out);
       } catch (...) {
         d.pinned().put(p.staging);
@@ -492,8 +638,10 @@ class CudaBackend final : public Backend {
       p.staging = d.pinned().get(bytes, d.id());
       try {
         d.wait_for(d.copy(), c.a);
+        SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(p.staging.ptr, c.a, bytes, cudaMemcpyDeviceToHost, d.copy()),
               "cudaMemcpyAsync (device to host)", d.id());
+        timer.end(c);
       } catch (...) {
         d.pinned().put(p.staging);
         throw;
@@ -507,8 +655,10 @@ class CudaBackend final : public Backend {
     if (src == dst) {  // on one device: in stream order, like a kernel
       d.wait_for(d.compute(), c.a);
       d.wait_for(d.compute(), c.out);
+      SpanTimer timer(d, d.compute(), timing());
       check(cudaMemcpyAsync(c.out, c.a, bytes, cudaMemcpyDeviceToDevice, d.compute()),
             "cudaMemcpyAsync (device to device)", d.id());
+      timer.end(c);
       d.written(d.compute(), c.out);
       done.done();
       return;
@@ -520,16 +670,21 @@ class CudaBackend final : public Backend {
     check(cudaSetDevice(d.id()), "cudaSetDevice", d.id());
     s.wait_for(d.copy(), c.a);
     d.wait_for(d.copy(), c.out);
+    SpanTimer timer(d, d.copy(), timing());
     check(cudaMemcpyPeerAsync(c.out, dst.id, c.a, src.id, bytes, d.copy()), "cudaMemcpyPeerAsync",
           d.id());
+    timer.end(c);
     d.written(d.copy(), c.out);
     Pending p;
     p.done = std::move(done);
     d.complete_after(d.copy(), std::move(p));
   }
 
+  bool timing() const { return timing_.load(std::memory_order_relaxed); }
+
   int count_ = 0;
   std::string reason_;
+  std::atomic<bool> timing_{false};  // the engine is profiling: time each launch on the device
   PinnedPool pinned_;
   std::unique_ptr<std::atomic<DeviceState*>[]> states_;
   std::mutex start_mu_;

@@ -190,6 +190,11 @@ struct ProfileEvent {
   std::vector<std::uint64_t> reads, writes;  // Var::id()s
   bool failed = false;   // the op threw
   bool skipped = false;  // not run: an input was poisoned by an earlier failure
+  // Empty for the engine's own events (an op on a worker, or inline). Otherwise the event is a
+  // device-side span that a GPU backend recorded while profiling: when a launched kernel or copy
+  // actually ran on the device (start_us, end_us; push_us = start_us, worker = -1, no reads or
+  // writes), and `lane` names the device queue it ran on ("compute stream", "copy stream").
+  std::string lane;
 };
 
 // How an asynchronous op (Engine::push_async) says that it has finished: hand it to whatever

@@ -57,8 +57,9 @@ class Parameter {
   NDArray data() const;
   // The gradient buffer (written by backward). Throws like data().
   NDArray grad() const;
-  // Makes the data: `shape` must fill the unknown dimensions. Attaches the gradient. Queued.
-  void initialize(const Shape& shape, const Init& init);
+  // Makes the data on `device`: `shape` must fill the unknown dimensions. Attaches the gradient.
+  // Queued.
+  void initialize(const Shape& shape, const Init& init, Device device = {});
   // Replaces the values (same shape) and attaches a fresh gradient.
   void set_data(const NDArray& values);
 
@@ -89,7 +90,9 @@ class Block {
 };
 
 // y = activation(flatten(x) W^T + b), W of shape [units, in_units] (Gluon's layout), b of shape
-// [units]. in_units = 0 defers the weight's creation to the first forward pass. activation: ""
+// [units]. in_units = 0 defers the weight's creation to the first forward pass, which makes the
+// parameters on the input's device (so a network fed arrays on gpu(0) trains there); a layer made
+// with in_units > 0 has them on the CPU at once (Parameter::set_data moves them). activation: ""
 // (none) or "relu", "sigmoid", "tanh".
 class Dense : public Block {
  public:
@@ -141,7 +144,7 @@ class SGD {
 };
 
 // The chapter's data_iter: num_batches batches of X ~ N(0, 1) [batch_size, features] and
-// y = ones [batch_size], made on demand (queued like any op). It records when each batch is
+// y = ones [batch_size], made on demand (queued like any op) on `device`. It records when each batch is
 // handed out, counted from the first call to next(), and prints nothing: the chapter's
 // "batch i, time t sec" is the caller's to print (examples/cpp/chapter.cpp does). Throws
 // asyncnd::Error if num_batches < 0, batch_size <= 0 or features <= 0.
@@ -151,16 +154,18 @@ struct Batch {
 class DataIter {
  public:
   explicit DataIter(int num_batches = 100, std::int64_t batch_size = 1024,
-                    std::int64_t features = 512);
+                    std::int64_t features = 512, Device device = {});
   // The next batch into `out`; false when all were handed out. Never blocks (it only queues).
   bool next(Batch& out);
   int num_batches() const { return num_batches_; }
+  Device device() const { return device_; }
   // Seconds from the first next() to each hand-out, one per batch handed out so far.
   const std::vector<double>& handout_s() const { return handout_s_; }
 
  private:
   int num_batches_, given_ = 0;
   std::int64_t batch_size_, features_;
+  Device device_;
   std::chrono::steady_clock::time_point start_;
   std::vector<double> handout_s_;
 };

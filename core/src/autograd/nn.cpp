@@ -49,7 +49,7 @@ NDArray Parameter::data() const {
 
 NDArray Parameter::grad() const { return data().grad(); }
 
-void Parameter::initialize(const Shape& shape, const Init& init) {
+void Parameter::initialize(const Shape& shape, const Init& init, Device device) {
   static const char* kOp = "Parameter::initialize";
   state_of(s_, kOp);
   bool fits = shape.size() == s_->shape.size();
@@ -62,9 +62,9 @@ void Parameter::initialize(const Shape& shape, const Init& init) {
   NDArray v;
   const bool is_bias = shape.size() == 1;
   if (is_bias) {
-    v = nd::zeros(shape);
+    v = nd::zeros(shape, device);
   } else if (init.kind == Init::Kind::kNormal) {
-    v = nd::random_normal(shape, 0.0f, init.scale);
+    v = nd::random_normal(shape, 0.0f, init.scale, device);
   } else {
     float s = init.scale;
     if (init.kind == Init::Kind::kXavier) {
@@ -73,7 +73,7 @@ void Parameter::initialize(const Shape& shape, const Init& init) {
       const double fan_in = static_cast<double>(shape_size(shape)) / fan_out;
       s = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
     }
-    v = nd::random_uniform(shape, -s, s);
+    v = nd::random_uniform(shape, -s, s, device);
   }
   v.attach_grad();
   s_->shape = shape;
@@ -140,8 +140,8 @@ struct DenseImpl : Block::Impl {
       if (weight.shape()[1] != 0 && weight.shape()[1] != in_units)
         throw Error(std::string(kOp) + ": layer made for " + std::to_string(weight.shape()[1]) +
                     " inputs, got " + shape_str(x_in.shape()));
-      weight.initialize({units, in_units}, init);
-      if (bias.defined()) bias.initialize({units}, init);
+      weight.initialize({units, in_units}, init, x.device());
+      if (bias.defined()) bias.initialize({units}, init, x.device());
     } else if (weight.shape()[1] != in_units) {
       throw Error(std::string(kOp) + ": layer has " + std::to_string(weight.shape()[1]) +
                   " inputs (weight " + shape_str(weight.shape()) + "), got " +
@@ -268,10 +268,12 @@ void SGD::step(std::int64_t batch_size) {
 
 // ---- DataIter -----------------------------------------------------------------------------
 
-DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t features)
+DataIter::DataIter(int num_batches, std::int64_t batch_size, std::int64_t features,
+                   Device device)
     : num_batches_(num_batches),
       batch_size_(batch_size),
-      features_(features) {
+      features_(features),
+      device_(device) {
   if (num_batches < 0 || batch_size <= 0 || features <= 0)
     throw Error("DataIter: need num_batches >= 0, batch_size > 0 and features > 0, got " +
                 std::to_string(num_batches) + ", " + std::to_string(batch_size) + ", " +
@@ -282,8 +284,8 @@ bool DataIter::next(Batch& out) {
   const auto now = std::chrono::steady_clock::now();
   if (given_ == 0) start_ = now;
   if (given_ >= num_batches_) return false;
-  out.X = nd::random_normal({batch_size_, features_});
-  out.y = nd::ones({batch_size_});
+  out.X = nd::random_normal({batch_size_, features_}, 0.0f, 1.0f, device_);
+  out.y = nd::ones({batch_size_}, device_);
   ++given_;
   handout_s_.push_back(std::chrono::duration<double>(now - start_).count());
   return true;

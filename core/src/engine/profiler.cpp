@@ -38,9 +38,19 @@ void json_ids(std::ostringstream& os, const std::vector<std::uint64_t>& ids) {
 }
 
 // Chrome trace has processes and threads: a device is a process, a worker a thread; ops run
-// inline on a frontend thread go to thread 0 ("frontend").
+// inline on a frontend thread go to thread 0 ("frontend"); a device queue's spans (lane) to
+// threads from 1000 on, one per lane, in the order the lanes appear.
 int pid_of(Device d) { return d.is_cpu() ? 1 : 100 + d.id; }
-int tid_of(int worker) { return worker < 0 ? 0 : worker + 1; }
+int tid_of(const ProfileEvent& e, const std::vector<std::string>& lanes) {
+  if (e.lane.empty()) return e.worker < 0 ? 0 : e.worker + 1;
+  for (std::size_t i = 0; i < lanes.size(); ++i)
+    if (lanes[i] == e.lane) return 1000 + static_cast<int>(i);
+  return 999;  // not reached: every lane is listed first
+}
+std::string thread_label(const ProfileEvent& e) {
+  if (!e.lane.empty()) return e.lane;
+  return e.worker < 0 ? std::string("frontend") : "worker " + std::to_string(e.worker);
+}
 
 }  // namespace
 
@@ -48,6 +58,7 @@ void EngineImpl::start_profiling() {
   std::lock_guard<std::mutex> lk(prof_mu_);
   events_.clear();
   t0_ns_ = profiler_clock_ns();
+  for (Backend* b : builtin_backends()) b->set_device_timing(true);
   profiling_.store(true);
 }
 
@@ -76,7 +87,27 @@ std::vector<ProfileEvent> EngineImpl::profile_events() const {
 
 std::string EngineImpl::stop_profiling() {
   profiling_.store(false);
+  // Device-side spans (Backend::take_device_spans), on the same timeline as the ops.
+  for (Backend* b : builtin_backends()) {
+    b->set_device_timing(false);
+    for (Backend::DeviceSpan& s : b->take_device_spans()) {
+      ProfileEvent e;
+      e.name = std::move(s.name);
+      e.device = s.device;
+      e.lane = std::move(s.lane);
+      e.start_us = e.push_us = static_cast<double>(s.start_ns - t0_ns_) / 1e3;
+      e.end_us = static_cast<double>(s.end_ns - t0_ns_) / 1e3;
+      std::lock_guard<std::mutex> lk(prof_mu_);
+      events_.push_back(std::move(e));
+    }
+  }
   std::vector<ProfileEvent> events = profile_events();
+  std::vector<std::string> lanes;
+  for (const ProfileEvent& e : events) {
+    bool known = e.lane.empty();
+    for (const std::string& l : lanes) known = known || l == e.lane;
+    if (!known) lanes.push_back(e.lane);
+  }
   std::ostringstream os;
   os.precision(3);
   os << std::fixed;
@@ -89,7 +120,7 @@ std::string EngineImpl::stop_profiling() {
   // Name the processes and threads that appear.
   std::vector<std::pair<int, int>> seen;
   for (const ProfileEvent& e : events) {
-    std::pair<int, int> key{pid_of(e.device), tid_of(e.worker)};
+    std::pair<int, int> key{pid_of(e.device), tid_of(e, lanes)};
     bool known = false;
     for (auto& s : seen) known = known || s == key;
     if (known) continue;
@@ -103,15 +134,15 @@ std::string EngineImpl::stop_profiling() {
     }
     sep();
     os << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << key.first
-       << ",\"tid\":" << key.second << ",\"args\":{\"name\":\""
-       << (e.worker < 0 ? std::string("frontend") : "worker " + std::to_string(e.worker))
-       << "\"}}";
+       << ",\"tid\":" << key.second << ",\"args\":{\"name\":";
+    json_string(os, thread_label(e));
+    os << "}}";
   }
   for (const ProfileEvent& e : events) {
     sep();
-    os << "{\"ph\":\"X\",\"cat\":\"op\",\"name\":";
+    os << "{\"ph\":\"X\",\"cat\":\"" << (e.lane.empty() ? "op" : "device") << "\",\"name\":";
     json_string(os, e.name);
-    os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e.worker)
+    os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
        << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
        << ",\"args\":{\"reads\":";
     json_ids(os, e.reads);

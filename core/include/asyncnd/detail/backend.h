@@ -56,6 +56,22 @@ class Backend {
   // text if that work failed. Called by the blocking reads (NDArray::wait_to_read, waitall) after
   // the engine's own wait. Default: nothing to wait for.
   virtual void synchronize(int device_id, const void* p);
+
+  // (optional) Device-side time, for a backend whose ops run on the device after launch returns
+  // (a GPU's streams), where the engine's own events show only the launch. The engine calls
+  // set_device_timing(true) at Engine::start_profiling; from then on the backend records when
+  // each launched call runs on the device. At Engine::stop_profiling the engine calls
+  // set_device_timing(false), then take_device_spans(), which waits for the recorded work to
+  // finish and hands the spans over (on the profiler's clock, profiler_clock_ns), once; the
+  // engine adds them to the profile (ProfileEvent::lane). Default: nothing recorded.
+  struct DeviceSpan {
+    std::string name;   // what ran, e.g. "gemm", "copy cpu(0)->gpu(0)"
+    Device device;
+    std::string lane;   // the device queue, e.g. "compute stream"
+    std::int64_t start_ns = 0, end_ns = 0;
+  };
+  virtual void set_device_timing(bool on) { (void)on; }
+  virtual std::vector<DeviceSpan> take_device_spans() { return {}; }
 };
 
 // Blocks until every device of every non-host-addressable backend has finished its queued work

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The whole check of the CUDA backend on a machine with an NVIDIA GPU, in one command:
+#   tools/gpu-check.sh [OUTDIR]
+# builds the project with the CUDA backend (build-gpu/, for the GPU's own architecture), then runs
+#   1. the [gpu] tests alone (quick: they must run, not skip),
+#   2. bench_gpu: OUTDIR/gpu.json and OUTDIR/gpu_trace.json (copy bench/results/ from there),
+#   3. the [gpu] tests under compute-sanitizer's memcheck and racecheck, where it runs (all but
+#      the one that makes CUDA calls fail on purpose, [api_errors], which the tool would report),
+#   4. the whole ctest suite (the gpu_* entries must pass, not skip),
+#   5. make demo's program (examples/cpp/chapter.cpp), E7 included,
+# each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
+# build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
+# driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
+#
+#   tools/gpu-check.sh --pack
+# run on a machine with the project's usual packages, copies what the build needs and a bare GPU
+# machine may lack (Catch2's header and CMake files) into .gpu-deps/ (ignored by git), so that
+# the working tree carries it there. The build uses OpenBLAS where pkg-config finds it, else the
+# portable GEMM (ASYNCND_WITH_OPENBLAS=OFF), and says which in summary.log.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if [ "${1:-}" = "--pack" ]; then
+  rm -rf .gpu-deps && mkdir -p .gpu-deps/catch2
+  # Debian's catch2 package, as installed: headers, CMake files and the library they name.
+  files=$(dpkg -L catch2 2>/dev/null | grep -E '^/usr/(include|lib)/') || {
+    echo "gpu-check: --pack needs Debian's catch2 package (make setup installs it)" >&2
+    exit 1
+  }
+  for f in $files; do
+    [ -f "$f" ] && install -D -m 644 "$f" ".gpu-deps/catch2/${f#/usr/}"
+  done
+  echo "gpu-check: packed $(du -sh .gpu-deps | cut -f1) into .gpu-deps/"
+  exit 0
+fi
+
+out=${1:-${OUT:-build-gpu/check}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+bld=$root/build-gpu
+jobs=$(nproc)
+summary=$out/summary.log
+: >"$summary"
+status=0
+say() { echo "$*" | tee -a "$summary"; }
+
+# step NAME LIMIT_S COMMAND...: runs it with its output in OUTDIR/NAME.log, then one line in
+# summary.log. A step's own check may follow (see check_no_skip).
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 rc
+  t0=$(date +%s)
+  echo "== $name: $* (limit ${limit}s)"
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  [ $rc -eq 124 ] && echo "gpu-check: $name stopped at its limit of ${limit}s" >>"$out/$name.log"
+  [ $rc -ne 0 ] && status=1
+  say "step $name: rc=$rc, $(($(date +%s) - t0)) s"
+  tail -n 4 "$out/$name.log"
+  return $rc
+}
+
+{
+  echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1
+  command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+  nvcc --version 2>&1 | tail -n 2
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $jobs threads"
+  echo "cmake: $(cmake --version | head -n 1); c++: $(c++ --version | head -n 1)"
+  echo "compute-sanitizer: $(compute-sanitizer --version 2>&1 | tail -n 1)"
+  echo "python3: $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1)"
+} 2>&1 | tee -a "$summary"
+command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+
+# The GPU's architecture (sm_90 on a Hopper GPU), else the build's default list.
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+opts=(-DCMAKE_BUILD_TYPE=Release -DASYNCND_WITH_CUDA=ON)
+[ -n "$arch" ] && opts+=("-DCMAKE_CUDA_ARCHITECTURES=$arch")
+command -v ninja >/dev/null && opts+=(-G Ninja)
+[ -d .gpu-deps/catch2 ] && opts+=("-DCatch2_DIR=$root/.gpu-deps/catch2/lib/cmake/Catch2")
+if pkg-config --exists openblas 2>/dev/null; then
+  say "openblas: $(pkg-config --modversion openblas) (the CPU GEMM)"
+else
+  opts+=(-DASYNCND_WITH_OPENBLAS=OFF)
+  say "openblas: not found by pkg-config: the CPU GEMM is the portable one (ASYNCND_WITH_OPENBLAS=OFF)"
+fi
+# MPI, where found, runs as root in these containers (Open MPI refuses root without these).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+step configure 120 cmake -S . -B "$bld" "${opts[@]}" || { say "gpu-check: configure failed"; exit 1; }
+step build 400 cmake --build "$bld" -j"$jobs" || { say "gpu-check: build failed"; exit 1; }
+
+# 1. The [gpu] tests: every one must run (a "SKIPPED:" line means no GPU was used).
+step gpu_tests 120 "$bld/asyncnd_tests" "[gpu]" --durations yes
+if grep -q "SKIPPED:" "$out/gpu_tests.log"; then
+  say "gpu-check: [gpu] tests were skipped: $(grep -m1 'SKIPPED:' "$out/gpu_tests.log")"
+  status=1
+fi
+
+# 2. The figures.
+step bench 300 "$bld/bench_gpu" "$out/gpu.json"
+
+# 3. compute-sanitizer, where this machine supports it.
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    # [api_errors]: the test that makes CUDA calls fail on purpose, which the tool reports.
+    step "sanitizer_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      "$bld/asyncnd_tests" "[gpu]~[api_errors]"
+  done
+else
+  say "step sanitizer: not run (no compute-sanitizer on this machine)"
+fi
+
+# 4. The whole suite; the gpu_* entries must pass, not be skipped.
+step ctest 400 ctest --test-dir "$bld" -j"$((jobs > 8 ? 8 : jobs))" --output-on-failure --timeout 300
+if grep -E "gpu_[a-z]+ .*(Skipped|Not Run)" "$out/ctest.log" | grep -v multigpu >/dev/null; then
+  say "gpu-check: a gpu_* ctest entry did not run: $(grep -E 'gpu_[a-z]+ .*Skipped' "$out/ctest.log" | head -n 3)"
+  status=1
+fi
+
+# 5. make demo's program, E7 (CPU vs GPU) included.
+step demo 240 "$bld/example_chapter"
+
+say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
+exit $status
