@@ -13,6 +13,10 @@
 //                                 time for the loop to return, and until waitall returns
 //   gpu_e5_sync_step_us, gpu_e5_async_step_us   E5 on gpu(0): 10 000 x `y = x + 1` on a [1,2]
 //                                 array, wait_to_read after each step or waitall once; per step
+//                                 (gpu_e5_push_step_us: the asynchronous loop before its waitall)
+//   gpu_launch_sync_floor_us, gpu_launch_floor_us   the floor of the same loops on this machine:
+//                                 10 000 bare launches of a tiny kernel from one thread, no
+//                                 engine, with a stream sync after each or once
 //   torch_cuda_e5_*, torch_cuda_e6_sync_s       the same in PyTorch's CUDA eager
 //                                 (`python3 bench/torch_peer.py --cuda`; ASYNCND_PYTHON names
 //                                 another Python); omitted, saying why, where it does not run
@@ -168,7 +172,7 @@ void bench_e5(const Device gpu) {
   NDArray y;
   for (int i = 0; i < 1000; ++i) y = x + 1.0f;  // warm-up
   nd::waitall();
-  std::vector<double> sync, async;
+  std::vector<double> sync, async, push;
   for (int run = 0; run < 5; ++run) {
     auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
@@ -178,12 +182,23 @@ void bench_e5(const Device gpu) {
     sync.push_back(since(t0) / n * 1e6);
     t0 = Clock::now();
     for (int i = 0; i < n; ++i) y = x + 1.0f;
+    push.push_back(since(t0) / n * 1e6);
     nd::waitall();
     async.push_back(since(t0) / n * 1e6);
   }
   if (y.to_vector() != std::vector<float>{2.0f, 2.0f}) throw Error("bench_gpu: E5 gave wrong values");
   record("gpu_e5_sync_step_us", median(sync), "E5 on the GPU, wait_to_read each step, per step");
   record("gpu_e5_async_step_us", median(async), "E5 on the GPU, waitall once, per step");
+  record("gpu_e5_push_step_us", median(push), "  of which the loop itself (before waitall)");
+  // This machine's floor for the same loops: one kernel launch per step, no engine.
+  std::vector<double> floor_sync, floor_async;
+  for (int run = 0; run < 5; ++run) {
+    floor_sync.push_back(detail::cuda_tiny_launch_us(gpu.id, n, true));
+    floor_async.push_back(detail::cuda_tiny_launch_us(gpu.id, n, false));
+  }
+  record("gpu_launch_sync_floor_us", median(floor_sync),
+         "floor: a bare kernel launch + stream sync per step, no engine");
+  record("gpu_launch_floor_us", median(floor_async), "floor: a bare kernel launch per step, no engine");
 }
 
 // The peer: PyTorch's CUDA eager on the same GPU (bench/torch_peer.py --cuda).

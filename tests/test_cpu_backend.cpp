@@ -10,6 +10,7 @@
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/error.h"
 #include "cpu/cpu_backend.h"
+#include "test_util.h"
 
 using asyncnd::Device;
 using asyncnd::detail::Backend;
@@ -133,8 +134,9 @@ TEST_CASE("cpu backend reports an impossible allocation", "[backend]") {
 
 TEST_CASE("backend_for names the op and the missing device", "[backend]") {
   using asyncnd::detail::backend_for;
-  CHECK_THROWS_AS(backend_for(Device::gpu(0), "dot"), asyncnd::Error);
-  CHECK_THROWS_WITH(backend_for(Device::gpu(0), "dot"), Catch::StartsWith("dot: no device gpu(0)"));
+  const Device absent = Device::gpu(asyncnd_test::kAbsentGpu);
+  CHECK_THROWS_AS(backend_for(absent, "dot"), asyncnd::Error);
+  CHECK_THROWS_WITH(backend_for(absent, "dot"), Catch::StartsWith("dot: no device gpu(4000)"));
   CHECK_THROWS_WITH(backend_for(Device{asyncnd::DeviceKind::kCPU, 3}, "zeros"),
                     Catch::StartsWith("zeros: no device cpu(3)"));
 }

@@ -19,19 +19,25 @@ TEST_CASE("cuda: event dependencies order the copy and compute streams", "[gpu][
   if (!gpus_or_skip("cuda event dependencies")) return;
   leak_checked([] {
     const Device g = Device::gpu(0);
-    const std::int64_t n = 1 << 22;  // 16 MB: copies long enough to overlap kernels
-    // Host-to-device on the copy stream, then kernels on the compute stream that must wait for it.
-    NDArray x = nd::arange(0.0f, static_cast<float>(n), 1.0f).copy_to(g);
-    for (int i = 0; i < 20; ++i) x += 1.0f;
-    const NDArray mid = x.copy_to(Device::cpu());  // device-to-host waits for the 20 kernels...
-    for (int i = 0; i < 20; ++i) x += 1.0f;        // ...and the next writes wait for the copy
-    const std::vector<float> m = mid.to_vector(), e = x.to_vector();
-    std::int64_t bad = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      bad += m[static_cast<std::size_t>(i)] != static_cast<float>(i + 20);
-      bad += e[static_cast<std::size_t>(i)] != static_cast<float>(i + 40);
+    // 16 MB: copies long enough to overlap kernels, events recorded at each write; 4 KB: a small
+    // block, whose event is recorded only when the other stream or the host waits for it.
+    for (const std::int64_t n : {std::int64_t{1} << 22, std::int64_t{1000}}) {
+      INFO("n = " << n);
+      for (int round = 0; round < 3; ++round) {  // later rounds reuse the cached blocks
+        // Host-to-device on the copy stream, then kernels on the compute stream that wait for it.
+        NDArray x = nd::arange(0.0f, static_cast<float>(n), 1.0f).copy_to(g);
+        for (int i = 0; i < 20; ++i) x += 1.0f;
+        const NDArray mid = x.copy_to(Device::cpu());  // device-to-host waits for 20 kernels...
+        for (int i = 0; i < 20; ++i) x += 1.0f;        // ...and the next writes wait for the copy
+        const std::vector<float> m = mid.to_vector(), e = x.to_vector();
+        std::int64_t bad = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          bad += m[static_cast<std::size_t>(i)] != static_cast<float>(i + 20);
+          bad += e[static_cast<std::size_t>(i)] != static_cast<float>(i + 40);
+        }
+        CHECK(bad == 0);
+      }
     }
-    CHECK(bad == 0);
     // wait_to_read waits for the device itself, not only for the launch.
     const NDArray a = nd::random_normal({1024, 1024}, 0, 1, g);
     const NDArray p = nd::dot(a, a);

@@ -275,14 +275,14 @@ TEST_CASE("elementwise errors name the op and the shapes, and queue nothing", "[
           e += 1.0f;
         },
         {"+=: array is empty"});
-    // A second device cannot be made on these machines: relabel a chunk to get one.
+    // An array on another device, without one: relabel a chunk as on a GPU that does not exist.
     NDArray g = nd::ones({3, 4});
     g.wait_to_read();
-    g.chunk()->device = Device::gpu(0);
-    expect_error([&] { nd::add(a, g); }, {"add: arrays on different devices: cpu(0) and gpu(0)"});
-    expect_error([&] { nd::pow(g, a); }, {"pow: arrays on different devices: gpu(0) and cpu(0)"});
+    g.chunk()->device = Device::gpu(kAbsentGpu);
+    expect_error([&] { nd::add(a, g); }, {"add: arrays on different devices: cpu(0) and gpu(4000)"});
+    expect_error([&] { nd::pow(g, a); }, {"pow: arrays on different devices: gpu(4000) and cpu(0)"});
     expect_error([&] { target -= g; }, {"-=: arrays on different devices"});
-    expect_error([&] { nd::exp(g); }, {"exp: no device gpu(0)"});
+    expect_error([&] { nd::exp(g); }, {"exp: no device gpu(4000)"});
     g.chunk()->device = Device::cpu();
     check_exact(a.to_vector(), std::vector<float>(12, 2.0f), "a keeps its values");
     check_exact(target.to_vector(), std::vector<float>(3, 1.0f), "the target keeps its values");

@@ -76,9 +76,11 @@ TEST_CASE("from_vector, copy and copy_to", "[ops][create]") {
         {"from_vector: shape [2,-1] has a negative dimension"});
     expect_error([] { nd::zeros({-1}); }, {"zeros: shape [-1] has a negative dimension"});
     expect_error([] { nd::full({3, -2}, 1.0f); }, {"full: shape [3,-2]"});
-    expect_error([] { nd::ones({2}, Device::gpu(0)); }, {"ones: no device gpu(0)"});
-    expect_error([] { nd::zeros({2}, Device::gpu(3)); }, {"zeros: no device gpu(3)"});
-    expect_error([&] { nd::copy_to(a, Device::gpu(0)); }, {"copy_to: no device gpu(0)"});
+    expect_error([] { nd::ones({2}, Device::gpu(kAbsentGpu)); }, {"ones: no device gpu(4000)"});
+    expect_error([] { nd::zeros({2}, Device::gpu(kAbsentGpu + 1)); },
+                 {"zeros: no device gpu(4001)"});
+    expect_error([&] { nd::copy_to(a, Device::gpu(kAbsentGpu)); },
+                 {"copy_to: no device gpu(4000)"});
     expect_error([] { nd::copy_to(NDArray(), Device::cpu()); }, {"copy_to: array is empty"});
     expect_error([] { NDArray().copy(); }, {"copy: array is empty"});
     check_exact(a.to_vector(), {1, 2, 3, 4, 5, 6}, "a keeps its values");

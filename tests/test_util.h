@@ -9,6 +9,10 @@
 
 namespace asyncnd_test {
 
+// A GPU index that no machine has: the tests of "no such device" errors use it, since gpu(0),
+// gpu(1), ... exist where the tests run on GPUs (tools/gpu-check.sh).
+constexpr int kAbsentGpu = 4000;
+
 // ASYNCND_TEST_SEED reproduces a seeded test; otherwise a fixed default, printed either way.
 inline std::uint64_t test_seed(const char* test_name, std::uint64_t fallback = 20261122) {
   std::uint64_t seed = fallback;

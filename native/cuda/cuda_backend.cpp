@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstring>
@@ -61,11 +62,20 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 }
 
 // One device allocation.
+// Its event marks the last queued write (or the free) on `stream`. A large block's event is
+// recorded at once, so that a copy on the other stream waits for exactly that write and no later
+// kernel (host-to-device copies overlap kernels). A small block's (up to kEagerEventBytes) is
+// recorded only when another stream or the host must wait for it (`pending` until then): its
+// waiter may then wait for later work on that stream too, which costs little for small arrays,
+// and a tiny op costs one CUDA call (its launch) instead of three (launch, event at the write,
+// event at the free).
+constexpr std::size_t kEagerEventBytes = std::size_t{1} << 20;
 struct Block {
   void* ptr = nullptr;
   std::size_t size = 0;           // rounded, as cached
   cudaEvent_t ready = nullptr;    // recorded after the last queued write (or at the free)
-  cudaStream_t stream = nullptr;  // where `ready` was recorded; nullptr: nothing queued yet
+  cudaStream_t stream = nullptr;  // where the last write (or the free) was queued; nullptr: none
+  bool pending = false;           // small block: `ready` not recorded yet for that point
 };
 
 // Sizes round up to 512 bytes up to 1 MiB, then to whole MiB, so that arrays of nearly the same
@@ -206,7 +216,6 @@ class DeviceState {
 
   void free(void* p) noexcept {
     if (!p) return;
-    cudaSetDevice(id_);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(p);
     if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
@@ -214,9 +223,17 @@ class DeviceState {
     live_.erase(it);
     // Ops that used the block are all queued (the engine frees after the last one); mark the
     // point on the compute stream after which it is free, covering a copy-stream write too.
-    if (b->stream && b->stream != compute_) cudaStreamWaitEvent(compute_, b->ready, 0);
-    cudaEventRecord(b->ready, compute_);
+    // (A small block's free that follows a compute-stream write makes no CUDA call.)
+    const bool other_stream = b->stream && b->stream != compute_;
+    const bool small = b->size <= kEagerEventBytes;
+    if (other_stream || !small) cudaSetDevice(id_);
+    if (other_stream) {
+      if (b->pending) cudaEventRecord(b->ready, b->stream);
+      cudaStreamWaitEvent(compute_, b->ready, 0);
+    }
     b->stream = compute_;
+    b->pending = small;
+    if (!small) cudaEventRecord(b->ready, compute_);
     cache_[b->size].push_back(b);
     cached_ += b->size;
   }
@@ -231,15 +248,18 @@ class DeviceState {
   void wait_for(cudaStream_t stream, const void* p) {
     std::lock_guard<std::mutex> lock(mu_);
     Block* b = find(p);
-    if (b->stream && b->stream != stream)
+    if (b->stream && b->stream != stream) {
+      record_pending(b);
       check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
+    }
   }
   // Records that the block at p was last written by work queued on `stream` so far.
   void written(cudaStream_t stream, const void* p) {
     std::lock_guard<std::mutex> lock(mu_);
     Block* b = find(p);
-    check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
     b->stream = stream;
+    b->pending = b->size <= kEagerEventBytes;
+    if (!b->pending) check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
   }
   // Blocks until the last queued write of the block at p has finished.
   void wait_host(const void* p) {
@@ -248,6 +268,7 @@ class DeviceState {
       std::lock_guard<std::mutex> lock(mu_);
       Block* b = find(p);
       if (!b->stream) return;
+      record_pending(b);
       ev = b->ready;
     }
     check(cudaSetDevice(id_), "cudaSetDevice", id_);
@@ -349,6 +370,13 @@ class DeviceState {
   cublasHandle_t blas() const { return blas_; }
 
  private:
+  // A small block's event, recorded now on its stream if it is still pending (caller holds mu_).
+  void record_pending(Block* b) {
+    if (!b->pending) return;
+    check(cudaEventRecord(b->ready, b->stream), "cudaEventRecord", id_);
+    b->pending = false;
+  }
+
   Block* find(const void* p) {  // caller holds mu_
     auto it = live_.find(p);
     if (it == live_.end())
@@ -707,6 +735,35 @@ std::string cuda_device_name(int device) {
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device);
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
          std::to_string(prop.minor) + ")";
+}
+
+double cuda_tiny_launch_us(int device, int n, bool sync_each) {
+  CudaBackend& be = instance();
+  be.state(device);  // throws for a device that does not exist
+  check(cudaSetDevice(device), "cudaSetDevice", device);
+  float* buf = nullptr;
+  cudaStream_t s = nullptr;
+  check(cudaMalloc(&buf, 2 * sizeof(float)), "cudaMalloc", device);
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  KernelCall c;
+  c.kind = KernelCall::Kind::kFill;
+  c.out = buf;
+  c.n = 2;
+  c.fill.value = 1.0f;
+  for (int i = 0; e == cudaSuccess && i < 1000; ++i) e = run_cuda_kernel(c, s);  // warm-up
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; e == cudaSuccess && i < n; ++i) {
+    e = run_cuda_kernel(c, s);
+    if (e == cudaSuccess && sync_each) e = cudaStreamSynchronize(s);
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  if (s) cudaStreamDestroy(s);
+  cudaFree(buf);
+  check(e, "tiny launches", device);
+  return us / (n > 0 ? n : 1);
 }
 
 std::size_t cuda_cached_bytes(int device) {

@@ -20,6 +20,12 @@ Backend& cuda_backend();
 // "NVIDIA A100-SXM4-40GB (sm_80)"; throws asyncnd::Error for a device that does not exist.
 std::string cuda_device_name(int device);
 
+// The floor of a tiny op on `device`, with no engine: microseconds per launch of the fill kernel
+// on 2 floats, `n` launches from the calling thread on a stream of its own, after 1000 untimed
+// (sync_each: cudaStreamSynchronize after each launch, as a loop that reads each result; else
+// once at the end). For bench_gpu. Throws asyncnd::Error with CUDA's message.
+double cuda_tiny_launch_us(int device, int n, bool sync_each);
+
 // Bytes the allocator of `device` holds for reuse (freed by arrays, not in use, so not counted
 // in the engine's bytes_in_use). 0 for a device never used.
 std::size_t cuda_cached_bytes(int device);
