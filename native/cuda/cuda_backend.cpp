@@ -68,8 +68,12 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 // recorded only when another stream or the host must wait for it (`pending` until then): its
 // waiter may then wait for later work on that stream too, which costs little for small arrays,
 // and a tiny op costs one CUDA call (its launch) instead of three (launch, event at the write,
-// event at the free).
-constexpr std::size_t kEagerEventBytes = std::size_t{1} << 20;
+// event at the free). A build may set ASYNCND_CUDA_EAGER_EVENT_BYTES (0: every event at once, as
+// before this was measured; bench/README.md has both).
+#ifndef ASYNCND_CUDA_EAGER_EVENT_BYTES
+#define ASYNCND_CUDA_EAGER_EVENT_BYTES (std::size_t{1} << 20)
+#endif
+constexpr std::size_t kEagerEventBytes = ASYNCND_CUDA_EAGER_EVENT_BYTES;
 struct Block {
   void* ptr = nullptr;
   std::size_t size = 0;           // rounded, as cached
