@@ -14,6 +14,9 @@
 //   gpu_e5_sync_step_us, gpu_e5_async_step_us   E5 on gpu(0): 10 000 x `y = x + 1` on a [1,2]
 //                                 array, wait_to_read after each step or waitall once; per step
 //                                 (gpu_e5_push_step_us: the asynchronous loop before its waitall)
+//   gpu_e5_worker_op_us, gpu_e5_op_interval_us   2000 asynchronous steps profiled: the GPU
+//                                 worker's time in one op, and from one op's start to the next's
+//   cpu_e5_sync_step_us, cpu_e5_async_step_us   the same E5 loops on the CPU device, same run
 //   gpu_launch_sync_floor_us, gpu_launch_floor_us   the floor of the same loops on this machine:
 //                                 10 000 bare launches of a tiny kernel from one thread, no
 //                                 engine, with a stream sync after each or once
@@ -199,6 +202,48 @@ void bench_e5(const Device gpu) {
   record("gpu_launch_sync_floor_us", median(floor_sync),
          "floor: a bare kernel launch + stream sync per step, no engine");
   record("gpu_launch_floor_us", median(floor_async), "floor: a bare kernel launch per step, no engine");
+
+  // Where an asynchronous step goes: 2000 steps with the profiler on (its device-side timing off,
+  // which would add events): the GPU worker's time in each op (dispatch, launch, completion) and
+  // the time from one op's start to the next's.
+  Engine& eng = engine();
+  eng.start_profiling();
+  detail::cuda_backend().set_device_timing(false);
+  for (int i = 0; i < 2000; ++i) y = x + 1.0f;
+  nd::waitall();
+  eng.stop_profiling();
+  std::vector<double> in_op, starts;
+  for (const ProfileEvent& e : eng.profile_events()) {
+    if (!e.lane.empty() || e.device != gpu || e.writes.empty()) continue;
+    in_op.push_back(e.end_us - e.start_us);
+    starts.push_back(e.start_us);
+  }
+  std::sort(starts.begin(), starts.end());
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < starts.size(); ++i) gaps.push_back(starts[i] - starts[i - 1]);
+  record("gpu_e5_worker_op_us", median(in_op), "  the GPU worker's time in one op (profiled)");
+  record("gpu_e5_op_interval_us", median(gaps), "  from one op's start to the next's (profiled)");
+
+  // The same loops on the CPU device, in the same run: the engine's own cost on this machine.
+  const NDArray xc = nd::ones({1, 2});
+  NDArray yc;
+  for (int i = 0; i < 1000; ++i) yc = xc + 1.0f;
+  nd::waitall();
+  std::vector<double> csync, casync;
+  for (int run = 0; run < 5; ++run) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      yc = xc + 1.0f;
+      yc.wait_to_read();
+    }
+    csync.push_back(since(t0) / n * 1e6);
+    t0 = Clock::now();
+    for (int i = 0; i < n; ++i) yc = xc + 1.0f;
+    nd::waitall();
+    casync.push_back(since(t0) / n * 1e6);
+  }
+  record("cpu_e5_sync_step_us", median(csync), "E5 on the CPU, same run: wait_to_read each step");
+  record("cpu_e5_async_step_us", median(casync), "E5 on the CPU, same run: waitall once");
 }
 
 // The peer: PyTorch's CUDA eager on the same GPU (bench/torch_peer.py --cuda).
