@@ -74,12 +74,15 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 #define ASYNCND_CUDA_EAGER_EVENT_BYTES (std::size_t{1} << 20)
 #endif
 constexpr std::size_t kEagerEventBytes = ASYNCND_CUDA_EAGER_EVENT_BYTES;
+struct Block;
+using LiveMap = std::unordered_map<const void*, Block*>;
 struct Block {
   void* ptr = nullptr;
   std::size_t size = 0;           // rounded, as cached
   cudaEvent_t ready = nullptr;    // recorded after the last queued write (or at the free)
   cudaStream_t stream = nullptr;  // where the last write (or the free) was queued; nullptr: none
   bool pending = false;           // small block: `ready` not recorded yet for that point
+  LiveMap::node_type node;        // while cached: its node of the live map, for the next use
 };
 
 // Sizes round up to 512 bytes up to 1 MiB, then to whole MiB, so that arrays of nearly the same
@@ -187,7 +190,7 @@ class DeviceState {
         Block* b = it->second.back();
         it->second.pop_back();
         cached_ -= size;
-        live_[b->ptr] = b;
+        live_.insert(std::move(b->node));  // the map's node it had: no allocation
         return b->ptr;
       }
     }
@@ -224,7 +227,7 @@ class DeviceState {
     auto it = live_.find(p);
     if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
     Block* b = it->second;
-    live_.erase(it);
+    b->node = live_.extract(it);  // kept for the block's next use (alloc re-inserts it)
     // Ops that used the block are all queued (the engine frees after the last one); mark the
     // point on the compute stream after which it is free, covering a copy-stream write too.
     // (A small block's free that follows a compute-stream write makes no CUDA call.)
@@ -455,7 +458,7 @@ class DeviceState {
   std::mutex blas_mu_;
 
   std::mutex mu_;  // blocks, cache, events
-  std::unordered_map<const void*, Block*> live_;
+  LiveMap live_;
   std::unordered_map<std::size_t, std::vector<Block*>> cache_;
   std::size_t cached_ = 0;
   std::vector<cudaEvent_t> events_;

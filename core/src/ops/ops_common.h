@@ -14,6 +14,7 @@
 #include "asyncnd/error.h"
 #include "asyncnd/ndarray.h"
 #include "asyncnd/detail/backend.h"
+#include "engine/engine_impl.h"
 #include "asyncnd/detail/kernel_call.h"
 #include "ops/chunk.h"
 
@@ -83,11 +84,11 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
   opts.name = op;
   opts.bytes = new_output ? out.nbytes() : 0;
   if (!backend->host_addressable()) {
-    std::vector<Var> reads;
-    for (std::size_t i = 0; i < nr; ++i) reads.push_back(*r[i]);
-    engine().push_async(
+    Var reads[2];
+    for (std::size_t i = 0; i < nr; ++i) reads[i] = *r[i];
+    EngineAccess::impl(engine()).push_device(
         [backend, id, call, keep](Completion done) { backend->launch(id, call, std::move(done)); },
-        std::move(reads), {w}, opts);
+        reads, nr, &w, 1, opts);
     return;
   }
   // Without anything to keep alive, the op's function is trivially copyable: the engine moves it
