@@ -15,13 +15,15 @@
 #   make bench          benchmarks -> bench/results/native.json, wasm.json, dist.json, browser.json (and gpu.json
 #                       with a GPU);
 #                       installs the PyTorch peer (python3-torch) first: make bench-setup
+#   make gpu-check      on a machine with an NVIDIA GPU: tools/gpu-check.sh (build with CUDA, the
+#                       [gpu] tests, bench_gpu, compute-sanitizer, ctest, demo; logs in build-gpu/check)
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -158,6 +160,10 @@ bench-setup:
 	@dpkg -s python3-torch 2>/dev/null | grep -q '^Status: install ok installed' || { \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+
+# The whole check of the CUDA backend on a GPU (README's GPUs section): one command, one log per step.
+gpu-check:
+	tools/gpu-check.sh
 
 bench: build bench-setup
 	./build/bench_native

@@ -13,9 +13,10 @@
 // work on the stream it used; Engine::stop_profiling collects them as device-side spans
 // (Backend::take_device_spans), anchored to the profiler's clock by one event recorded on an idle
 // stream at collection: the trace shows when kernels and copies ran, not only when they launched.
-// Memory: a block freed by an array is cached by size; its event is re-recorded on the compute
-// stream at the free (after waiting for a copy-stream write), so a later op on the compute stream
-// may reuse it at once, and an op on another stream waits for that event first (stream-aware).
+// Memory: a block freed by an array is cached by size; its event then marks the free on the compute
+// stream (after waiting for a copy-stream write; recorded at once for a large block, when first
+// needed for a small one: see Block), so a later op on the compute stream may reuse it at once,
+// and an op on another stream waits for that event first (stream-aware).
 #include "cuda/cuda_backend.h"
 
 #include <cublas_v2.h>
@@ -321,7 +322,8 @@ class DeviceState {
       return;
     }
     std::lock_guard<std::mutex> lock(smu_);
-    spans_.push_back({std::move(name), stream == copy_ ? "copy stream" : "compute stream", start, e});
+    spans_.push_back(
+        {std::move(name), stream == copy_ ? "copy stream" : "compute stream", start, e});
   }
   static void span_drop(cudaEvent_t start) { cudaEventDestroy(start); }
 
@@ -378,9 +380,16 @@ class DeviceState {
 
  private:
   // A small block's event, recorded now on its stream if it is still pending (caller holds mu_).
+  // The caller may be another device's worker (a GPU-to-GPU copy): the record is made with this
+  // device current, and the caller's device restored.
   void record_pending(Block* b) {
     if (!b->pending) return;
-    check(cudaEventRecord(b->ready, b->stream), "cudaEventRecord", id_);
+    int current = id_;
+    cudaGetDevice(&current);
+    if (current != id_) cudaSetDevice(id_);
+    const cudaError_t e = cudaEventRecord(b->ready, b->stream);
+    if (current != id_) cudaSetDevice(current);
+    check(e, "cudaEventRecord", id_);
     b->pending = false;
   }
 
