@@ -95,3 +95,21 @@ TEST_CASE("device path: the chapter's MLP trains on a device as on the CPU", "[d
   ScopedEmulatedGpu emulated;
   leak_checked([] { check_mlp_on_device(Device::gpu(0)); });
 }
+
+// On the H200 machine, seven tests that named gpu(0) as a device that does not exist failed:
+// there it exists. With the emulated GPUs (gpu(0), gpu(1)) present, the errors those tests check
+// name a device that does not exist anywhere, kAbsentGpu.
+TEST_CASE("device path: 'no device' errors hold where GPUs exist", "[device]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    const Device absent = Device::gpu(kAbsentGpu);
+    CHECK_NOTHROW(nd::ones({2}, Device::gpu(0)).wait_to_read());  // gpu(0) exists here
+    expect_error([&] { nd::ones({2}, absent); }, {"ones: no device gpu(4000)"});
+    const NDArray host = nd::ones({2});
+    expect_error([&] { nd::copy_to(host, absent); }, {"copy_to: no device gpu(4000)"});
+    expect_error([&] { nd::random_uniform({2}, 0, 1, absent); },
+                 {"random_uniform: no device gpu(4000)"});
+    CHECK_THROWS_WITH(asyncnd::detail::backend_for(absent, "dot"),
+                      Catch::StartsWith("dot: no device gpu(4000)"));
+  });
+}
