@@ -189,7 +189,8 @@ void bench_e5(const Device gpu) {
     nd::waitall();
     async.push_back(since(t0) / n * 1e6);
   }
-  if (y.to_vector() != std::vector<float>{2.0f, 2.0f}) throw Error("bench_gpu: E5 gave wrong values");
+  if (y.to_vector() != std::vector<float>{2.0f, 2.0f})
+    throw Error("bench_gpu: E5 gave wrong values");
   record("gpu_e5_sync_step_us", median(sync), "E5 on the GPU, wait_to_read each step, per step");
   record("gpu_e5_async_step_us", median(async), "E5 on the GPU, waitall once, per step");
   record("gpu_e5_push_step_us", median(push), "  of which the loop itself (before waitall)");
@@ -201,7 +202,8 @@ void bench_e5(const Device gpu) {
   }
   record("gpu_launch_sync_floor_us", median(floor_sync),
          "floor: a bare kernel launch + stream sync per step, no engine");
-  record("gpu_launch_floor_us", median(floor_async), "floor: a bare kernel launch per step, no engine");
+  record("gpu_launch_floor_us", median(floor_async),
+         "floor: a bare kernel launch per step, no engine");
 
   // Where an asynchronous step goes: 2000 steps with the profiler on (its device-side timing off,
   // which would add events): the GPU worker's time in each op (dispatch, launch, completion) and
@@ -296,7 +298,8 @@ void bench_overlap(const Device gpu, const std::filesystem::path& trace) {
   for (const auto& [c0, c1] : copies) {
     copy_total += c1 - c0;
     copy_ms.push_back((c1 - c0) / 1e3);
-    for (const auto& [g0, g1] : gemms) overlapped += std::max(0.0, std::min(c1, g1) - std::max(c0, g0));
+    for (const auto& [g0, g1] : gemms)
+      overlapped += std::max(0.0, std::min(c1, g1) - std::max(c0, g0));
   }
   record("gpu_copy_overlap_share", copy_total > 0 ? overlapped / copy_total : 0.0,
          "share of the copies' device time under a GEMM");

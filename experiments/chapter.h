@@ -373,7 +373,8 @@ struct E6Config {
   float lr = 0.005f;
   std::size_t bound_bytes = 0;  // for E6Mode::kBounded
   std::uint64_t seed = 42;
-  asyncnd::Device device;  // where the batches are made, and so the parameters (Dense's deferred init)
+  // Where the batches are made, and so the parameters (Dense's deferred initialisation).
+  asyncnd::Device device;
   // Called on the calling thread each time the loop asks the data iterator for the next batch,
   // from the second time on: `given` batches were handed out so far, `seconds` after the first.
   // The chapter's data_iter prints "batch i, time t sec" there; the measurement includes the call.

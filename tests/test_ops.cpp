@@ -279,8 +279,10 @@ TEST_CASE("elementwise errors name the op and the shapes, and queue nothing", "[
     NDArray g = nd::ones({3, 4});
     g.wait_to_read();
     g.chunk()->device = Device::gpu(kAbsentGpu);
-    expect_error([&] { nd::add(a, g); }, {"add: arrays on different devices: cpu(0) and gpu(4000)"});
-    expect_error([&] { nd::pow(g, a); }, {"pow: arrays on different devices: gpu(4000) and cpu(0)"});
+    expect_error([&] { nd::add(a, g); },
+                 {"add: arrays on different devices: cpu(0) and gpu(4000)"});
+    expect_error([&] { nd::pow(g, a); },
+                 {"pow: arrays on different devices: gpu(4000) and cpu(0)"});
     expect_error([&] { target -= g; }, {"-=: arrays on different devices"});
     expect_error([&] { nd::exp(g); }, {"exp: no device gpu(4000)"});
     g.chunk()->device = Device::cpu();

@@ -144,8 +144,8 @@ class SGD {
 };
 
 // The chapter's data_iter: num_batches batches of X ~ N(0, 1) [batch_size, features] and
-// y = ones [batch_size], made on demand (queued like any op) on `device`. It records when each batch is
-// handed out, counted from the first call to next(), and prints nothing: the chapter's
+// y = ones [batch_size], made on demand (queued like any op) on `device`. It records when each
+// batch is handed out, counted from the first call to next(), and prints nothing: the chapter's
 // "batch i, time t sec" is the caller's to print (examples/cpp/chapter.cpp does). Throws
 // asyncnd::Error if num_batches < 0, batch_size <= 0 or features <= 0.
 struct Batch {

@@ -14,8 +14,8 @@
 #include "asyncnd/error.h"
 #include "asyncnd/ndarray.h"
 #include "asyncnd/detail/backend.h"
-#include "engine/engine_impl.h"
 #include "asyncnd/detail/kernel_call.h"
+#include "engine/engine_impl.h"
 #include "ops/chunk.h"
 
 namespace asyncnd {
