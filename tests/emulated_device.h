@@ -9,6 +9,7 @@
 
 #include <asyncnd/asyncnd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -66,9 +67,10 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     return launches_;
   }
 
-  void launch(int, const KernelCall& c, asyncnd::Completion done) override {
+  void launch(int device, const KernelCall& c, asyncnd::Completion done) override {
     Task t;
     t.call = c;
+    t.device = device;
     // The plan lives until launch returns (backend.h): copied, as CUDA passes it by value.
     if (c.kind == KernelCall::Kind::kMapStrided) t.plan = asyncnd::kernels::device_strided(c.strided.plan);
     {
@@ -94,6 +96,14 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     if (!to_host) done.done();
   }
 
+  // Device-side spans while the engine profiles: when each call ran on the stream thread.
+  void set_device_timing(bool on) override { timing_.store(on, std::memory_order_relaxed); }
+  std::vector<DeviceSpan> take_device_spans() override {
+    synchronize(0, nullptr);  // the calls timed so far have run
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(spans_, {});
+  }
+
   // Waits for everything queued so far (a stream synchronise; per-array events are not emulated).
   void synchronize(int, const void*) override {
     std::unique_lock<std::mutex> lock(mu_);
@@ -108,6 +118,7 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     std::vector<float> staging;
     asyncnd::Completion done;
     void* free_ptr = nullptr;  // a free, not a kernel
+    int device = 0;
   };
 
   void run() {
@@ -122,6 +133,16 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
       }
       if (t.free_ptr) {
         ::operator delete(t.free_ptr);
+      } else if (timing_.load(std::memory_order_relaxed)) {  // a device-side span, as CUDA's
+        DeviceSpan s;
+        s.name = asyncnd::detail::kernel_call_name(t.call);
+        s.device = asyncnd::Device::gpu(t.device);
+        s.lane = "emulated stream";
+        s.start_ns = asyncnd::detail::profiler_clock_ns();
+        execute(t);
+        s.end_ns = asyncnd::detail::profiler_clock_ns();
+        std::lock_guard<std::mutex> lock(mu_);
+        spans_.push_back(std::move(s));
       } else {
         execute(t);
       }
@@ -208,6 +229,8 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   std::uint64_t queued_ = 0, finished_ = 0;
   std::size_t launches_ = 0;
   std::string fail_next_;
+  std::atomic<bool> timing_{false};
+  std::vector<DeviceSpan> spans_;
   bool stop_ = false;
   std::thread stream_;  // last: starts once the members above exist
 };

@@ -113,3 +113,42 @@ TEST_CASE("device path: 'no device' errors hold where GPUs exist", "[device]") {
                       Catch::StartsWith("dot: no device gpu(4000)"));
   });
 }
+
+TEST_CASE("device path: the profile shows when device calls ran, on rows of their own",
+          "[device][profiler]") {
+  ScopedEmulatedGpu emulated;
+  leak_checked([] {
+    const Device g = Device::gpu(0);
+    NDArray x = nd::ones({1000}, g);
+    nd::waitall();
+    Engine& eng = engine();
+    eng.start_profiling();
+    for (int i = 0; i < 5; ++i) x += 1.0f;
+    const float s = nd::sum(x).item();
+    const std::string trace = eng.stop_profiling();
+    CHECK(s == 6000.0f);
+    std::vector<ProfileEvent> spans;
+    int ops = 0;
+    for (const ProfileEvent& e : eng.profile_events()) {
+      if (e.lane.empty()) {
+        ops += e.device == g;
+        continue;
+      }
+      INFO(e.lane << ": " << e.name << " " << e.start_us << ".." << e.end_us << " us");
+      CHECK(e.lane == "emulated stream");
+      CHECK(e.device == g);
+      CHECK(e.start_us >= 0);
+      CHECK(e.end_us >= e.start_us);
+      CHECK(e.reads.empty());
+      // One stream runs in order: a span starts after the one before it ended.
+      if (!spans.empty()) CHECK(e.start_us >= spans.back().end_us);
+      spans.push_back(e);
+    }
+    CHECK(ops >= 7);  // the five adds, the sum, the copy out: the engine's own events
+    REQUIRE(spans.size() >= 7);
+    CHECK(spans.front().name == "map");
+    CHECK(spans.back().name == "copy gpu(0)->cpu(0) (4 B)");
+    CHECK(trace.find("\"cat\":\"device\"") != std::string::npos);
+    CHECK(trace.find("\"tid\":1000,\"args\":{\"name\":\"emulated stream\"}") != std::string::npos);
+  });
+}

@@ -506,27 +506,6 @@ void gemm(DeviceState& d, bool ta, bool tb, std::int64_t m, std::int64_t n, std:
              "cublasSgemm", d.id());
 }
 
-// What a call is, for its device-side span in the profile.
-std::string call_name(const KernelCall& c) {
-  using Kind = KernelCall::Kind;
-  switch (c.kind) {
-    case Kind::kFill: return "fill";
-    case Kind::kArange: return "arange";
-    case Kind::kMap: return "map";
-    case Kind::kMapStrided: return "map (strided)";
-    case Kind::kReduce: return "reduce";
-    case Kind::kRandom: return "random";
-    case Kind::kTranspose2d: return "transpose";
-    case Kind::kGemm:
-      return "gemm " + std::to_string(c.gemm.m) + "x" + std::to_string(c.gemm.n) + "x" +
-             std::to_string(c.gemm.k);
-    case Kind::kCopy:
-      return "copy " + c.copy.src().str() + "->" + c.copy.dst().str() + " (" +
-             std::to_string(c.n * static_cast<std::int64_t>(sizeof(float))) + " B)";
-  }
-  return "call";
-}
-
 // Times one launch on `stream` while the engine profiles: the start event at construction, the
 // end at end(); a launch that throws before end() loses its span.
 class SpanTimer {
@@ -540,7 +519,7 @@ class SpanTimer {
   SpanTimer& operator=(const SpanTimer&) = delete;
   void end(const KernelCall& c) {
     if (!start_) return;
-    d_.span_end(stream_, call_name(c), start_);
+    d_.span_end(stream_, kernel_call_name(c), start_);
     start_ = nullptr;
   }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/error.h"
@@ -59,6 +60,14 @@ Backend& backend_for(Device device, const char* op) {
 }
 
 void Backend::synchronize(int, const void*) {}
+
+std::vector<Backend*> active_backends() {
+  std::vector<Backend*> out;
+  if (Backend* r = g_registered.load(std::memory_order_acquire)) out.push_back(r);
+  const std::vector<Backend*>& builtin = builtin_backends();
+  out.insert(out.end(), builtin.begin(), builtin.end());
+  return out;
+}
 
 void synchronize_devices() {
   if (Backend* r = g_registered.load(std::memory_order_acquire)) {

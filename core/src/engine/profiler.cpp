@@ -58,7 +58,7 @@ void EngineImpl::start_profiling() {
   std::lock_guard<std::mutex> lk(prof_mu_);
   events_.clear();
   t0_ns_ = profiler_clock_ns();
-  for (Backend* b : builtin_backends()) b->set_device_timing(true);
+  for (Backend* b : active_backends()) b->set_device_timing(true);
   profiling_.store(true);
 }
 
@@ -88,7 +88,7 @@ std::vector<ProfileEvent> EngineImpl::profile_events() const {
 std::string EngineImpl::stop_profiling() {
   profiling_.store(false);
   // Device-side spans (Backend::take_device_spans), on the same timeline as the ops.
-  for (Backend* b : builtin_backends()) {
+  for (Backend* b : active_backends()) {
     b->set_device_timing(false);
     for (Backend::DeviceSpan& s : b->take_device_spans()) {
       ProfileEvent e;

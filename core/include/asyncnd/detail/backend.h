@@ -74,6 +74,10 @@ class Backend {
   virtual std::vector<DeviceSpan> take_device_spans() { return {}; }
 };
 
+// The backends that may hold work: the registered one (register_backend), if any, then the
+// built-in ones. The profiler asks each for its device-side spans.
+std::vector<Backend*> active_backends();
+
 // Blocks until every device of every non-host-addressable backend has finished its queued work
 // (Backend::synchronize(id, nullptr)); rethrows the first error. Called by Engine::waitall.
 void synchronize_devices();

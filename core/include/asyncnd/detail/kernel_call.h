@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "asyncnd/detail/op_table.h"
 #include "asyncnd/device.h"
@@ -121,6 +122,28 @@ struct KernelCall {
     Copy copy;
   };
 };
+
+// What a call is, in a few words, for a device-side span in the profile (Backend::DeviceSpan):
+// "map", "gemm 1024x1024x512", "copy cpu(0)->gpu(0) (4000 B)".
+inline std::string kernel_call_name(const KernelCall& c) {
+  using Kind = KernelCall::Kind;
+  switch (c.kind) {
+    case Kind::kFill: return "fill";
+    case Kind::kArange: return "arange";
+    case Kind::kMap: return "map";
+    case Kind::kMapStrided: return "map (strided)";
+    case Kind::kReduce: return "reduce";
+    case Kind::kRandom: return "random";
+    case Kind::kTranspose2d: return "transpose";
+    case Kind::kGemm:
+      return "gemm " + std::to_string(c.gemm.m) + "x" + std::to_string(c.gemm.n) + "x" +
+             std::to_string(c.gemm.k);
+    case Kind::kCopy:
+      return "copy " + c.copy.src().str() + "->" + c.copy.dst().str() + " (" +
+             std::to_string(c.n * static_cast<std::int64_t>(sizeof(float))) + " B)";
+  }
+  return "call";
+}
 
 }  // namespace detail
 }  // namespace asyncnd
