@@ -168,10 +168,14 @@ void bench_e1(const Device gpu) {
   record("e1_gpu_s", median(fin), "E1 on the GPU: waitall returned");
 }
 
-// E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
-void bench_e5(const Device gpu) {
-  const int n = 10000;
-  const NDArray x = nd::ones({1, 2}, gpu);
+// E5's two loops on `device`, n steps of y = x + 1 on a [1,2] array after 1000 untimed: microseconds
+// per step, the median of 5 runs, waiting after each step (sync) or once (async), and the
+// asynchronous loop alone before its waitall (push). Throws asyncnd::Error for wrong values.
+struct E5Steps {
+  double sync_us, async_us, push_us;
+};
+E5Steps e5_steps(const Device device, int n) {
+  const NDArray x = nd::ones({1, 2}, device);
   NDArray y;
   for (int i = 0; i < 1000; ++i) y = x + 1.0f;  // warm-up
   nd::waitall();
@@ -190,10 +194,17 @@ void bench_e5(const Device gpu) {
     async.push_back(since(t0) / n * 1e6);
   }
   if (y.to_vector() != std::vector<float>{2.0f, 2.0f})
-    throw Error("bench_gpu: E5 gave wrong values");
-  record("gpu_e5_sync_step_us", median(sync), "E5 on the GPU, wait_to_read each step, per step");
-  record("gpu_e5_async_step_us", median(async), "E5 on the GPU, waitall once, per step");
-  record("gpu_e5_push_step_us", median(push), "  of which the loop itself (before waitall)");
+    throw Error("bench_gpu: E5 on " + device.str() + " gave wrong values");
+  return {median(sync), median(async), median(push)};
+}
+
+// E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
+void bench_e5(const Device gpu) {
+  const int n = 10000;
+  const E5Steps g = e5_steps(gpu, n);
+  record("gpu_e5_sync_step_us", g.sync_us, "E5 on the GPU, wait_to_read each step, per step");
+  record("gpu_e5_async_step_us", g.async_us, "E5 on the GPU, waitall once, per step");
+  record("gpu_e5_push_step_us", g.push_us, "  of which the loop itself (before waitall)");
   // This machine's floor for the same loops: one kernel launch per step, no engine.
   std::vector<double> floor_sync, floor_async;
   for (int run = 0; run < 5; ++run) {
@@ -208,6 +219,8 @@ void bench_e5(const Device gpu) {
   // Where an asynchronous step goes: 2000 steps with the profiler on (its device-side timing off,
   // which would add events): the GPU worker's time in each op (dispatch, launch, completion) and
   // the time from one op's start to the next's.
+  const NDArray x = nd::ones({1, 2}, gpu);
+  NDArray y;
   Engine& eng = engine();
   eng.start_profiling();
   detail::cuda_backend().set_device_timing(false);
@@ -227,25 +240,9 @@ void bench_e5(const Device gpu) {
   record("gpu_e5_op_interval_us", median(gaps), "  from one op's start to the next's (profiled)");
 
   // The same loops on the CPU device, in the same run: the engine's own cost on this machine.
-  const NDArray xc = nd::ones({1, 2});
-  NDArray yc;
-  for (int i = 0; i < 1000; ++i) yc = xc + 1.0f;
-  nd::waitall();
-  std::vector<double> csync, casync;
-  for (int run = 0; run < 5; ++run) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      yc = xc + 1.0f;
-      yc.wait_to_read();
-    }
-    csync.push_back(since(t0) / n * 1e6);
-    t0 = Clock::now();
-    for (int i = 0; i < n; ++i) yc = xc + 1.0f;
-    nd::waitall();
-    casync.push_back(since(t0) / n * 1e6);
-  }
-  record("cpu_e5_sync_step_us", median(csync), "E5 on the CPU, same run: wait_to_read each step");
-  record("cpu_e5_async_step_us", median(casync), "E5 on the CPU, same run: waitall once");
+  const E5Steps c = e5_steps(Device::cpu(), n);
+  record("cpu_e5_sync_step_us", c.sync_us, "E5 on the CPU, same run: wait_to_read each step");
+  record("cpu_e5_async_step_us", c.async_us, "E5 on the CPU, same run: waitall once");
 }
 
 // The peer: PyTorch's CUDA eager on the same GPU (bench/torch_peer.py --cuda).

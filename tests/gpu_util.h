@@ -48,8 +48,8 @@ inline int gpus_or_skip(const char* test, int needed = 1) {
   return 0;
 }
 
-// The chapter's MLP (experiments/chapter.h, E6) trained for three small batches in each mode that
-// reads the loss, once on the CPU and once on `device`: the same seed gives the same parameters
+// The chapter's MLP (experiments/chapter.h, E6) trained for three small batches, reading the loss
+// each batch (E6Mode::kSync), once on the CPU and once on `device`: the same seed gives the same parameters
 // and batches there (Philox), so the losses agree up to the GEMMs' summation order. The network's
 // parameters are made on `device` (Dense's deferred initialisation follows its input), and the
 // device's peak bytes are counted there.
