@@ -9,6 +9,7 @@
 
 #include <asyncnd/asyncnd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -29,7 +30,10 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
  public:
   using KernelCall = asyncnd::detail::KernelCall;
 
-  explicit EmulatedGpu(int devices = 2) : devices_(devices), stream_([this] { run(); }) {}
+  // hold: kernels are held back, as the CUDA backend's batches hold them (backend.h, launch), and
+  // reach the stream only at a flush, a copy or a synchronize.
+  explicit EmulatedGpu(int devices = 2, bool hold = false)
+      : devices_(devices), hold_(hold), stream_([this] { run(); }) {}
   ~EmulatedGpu() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -52,6 +56,10 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     t.free_ptr = p;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!held_.empty()) {  // after the held kernels that may use it
+        held_.push_back(std::move(t));
+        return;
+      }
       queue_.push_back(std::move(t));
       ++queued_;
     }
@@ -65,6 +73,15 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   std::size_t launches() {
     std::lock_guard<std::mutex> lock(mu_);
     return launches_;
+  }
+  // Hold mode: calls held now, and the most held at once so far.
+  std::size_t held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  std::size_t most_held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_held_;
   }
 
   void launch(int device, const KernelCall& c, asyncnd::Completion done) override {
@@ -89,11 +106,24 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     if (to_host) t.done = std::move(done);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(t));
-      ++queued_;
+      if (hold_ && c.kind != KernelCall::Kind::kCopy) {
+        held_.push_back(std::move(t));
+        most_held_ = std::max(most_held_, held_.size());
+      } else {
+        release_held();  // a copy goes after them
+        queue_.push_back(std::move(t));
+        ++queued_;
+      }
     }
     cv_.notify_all();
     if (!to_host) done.done();
+  }
+  void flush(int) noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release_held();
+    }
+    cv_.notify_all();
   }
 
   // Device-side spans while the engine profiles: when each call ran on the stream thread.
@@ -107,6 +137,8 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   // Waits for everything queued so far (a stream synchronise; per-array events are not emulated).
   void synchronize(int, const void*) override {
     std::unique_lock<std::mutex> lock(mu_);
+    release_held();
+    cv_.notify_all();
     const std::uint64_t target = queued_;
     cv_.wait(lock, [&] { return finished_ >= target; });
   }
@@ -120,6 +152,15 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
     void* free_ptr = nullptr;  // a free, not a kernel
     int device = 0;
   };
+
+  // Hands the held calls to the stream, in order (caller holds mu_).
+  void release_held() {
+    for (Task& t : held_) {
+      queue_.push_back(std::move(t));
+      ++queued_;
+    }
+    held_.clear();
+  }
 
   void run() {
     for (;;) {
@@ -223,9 +264,12 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   }
 
   const int devices_;
+  const bool hold_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
+  std::vector<Task> held_;  // hold mode: accepted, not yet on the stream
+  std::size_t most_held_ = 0;
   std::uint64_t queued_ = 0, finished_ = 0;
   std::size_t launches_ = 0;
   std::string fail_next_;
@@ -238,7 +282,9 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
 // Registers an EmulatedGpu for the scope (register_backend): gpu(0) and gpu(1) are emulated.
 class ScopedEmulatedGpu {
  public:
-  ScopedEmulatedGpu() { asyncnd::detail::register_backend(&gpu_); }
+  explicit ScopedEmulatedGpu(bool hold = false) : gpu_(2, hold) {
+    asyncnd::detail::register_backend(&gpu_);
+  }
   ~ScopedEmulatedGpu() {
     try {
       asyncnd::engine().waitall();  // nothing of the emulated devices may outlive the scope

@@ -3,7 +3,10 @@
 // are there, errors from a launch poison what the op writes, copies between two devices, device
 // bytes in the engine's stats, bad input rejected before anything is queued, the chapter's MLP
 // trained there.
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "emulated_device.h"
@@ -14,7 +17,9 @@ using namespace asyncnd;
 using namespace asyncnd_test;
 
 TEST_CASE("device path: a chain of device ops and copies gives the CPU's values", "[device]") {
-  ScopedEmulatedGpu emulated;
+  const bool hold = GENERATE(false, true);  // true: the backend holds kernels back (backend.h)
+  INFO("hold " << hold);
+  ScopedEmulatedGpu emulated(hold);
   leak_checked([] {
     const Device g = Device::gpu(0);
     NDArray x = nd::arange(0.0f, 1000.0f, 1.0f).copy_to(g);
@@ -150,5 +155,35 @@ TEST_CASE("device path: the profile shows when device calls ran, on rows of thei
     CHECK(spans.back().name == "copy gpu(0)->cpu(0) (4 B)");
     CHECK(trace.find("\"cat\":\"device\"") != std::string::npos);
     CHECK(trace.find("\"tid\":1000,\"args\":{\"name\":\"emulated stream\"}") != std::string::npos);
+  });
+}
+
+TEST_CASE("device path: kernels a backend holds back start without a wait, in order",
+          "[device]") {
+  ScopedEmulatedGpu emulated(/*hold=*/true);
+  EmulatedGpu& gpu = emulated.gpu();
+  leak_checked([&] {
+    const Device g = Device::gpu(0);
+    NDArray x = nd::zeros({1000}, g);
+    nd::waitall();
+    // An op that keeps gpu(0)'s worker busy, so that the adds queue up behind it: each add but
+    // the last then has ops behind it (more_ops_queued) and is held.
+    std::atomic<bool> release{false};
+    Var blocker = engine().new_var();
+    PushOptions on_gpu;
+    on_gpu.device = g;
+    on_gpu.name = "blocker";
+    engine().push([&] { while (!release.load()) std::this_thread::yield(); }, {}, {blocker}, on_gpu);
+    for (int i = 0; i < 20; ++i) x += 1.0f;
+    release = true;
+    // Nothing waits: the add that finds nothing behind it starts the held ones, in order.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((gpu.held() > 0 || gpu.launches() < 21) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(gpu.held() == 0);
+    CHECK(gpu.most_held() >= 2);
+    const std::vector<float> v = x.to_vector();
+    for (float e : v) REQUIRE(e == 20.0f);
+    engine().delete_var(blocker);
   });
 }

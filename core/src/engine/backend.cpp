@@ -2,6 +2,8 @@
 // error; the default device-backend entries; synchronize_devices.
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,10 @@ namespace detail {
 
 namespace {
 std::atomic<Backend*> g_registered{nullptr};
+// Held by flush_device while it calls a registered backend, and by register_backend to change it:
+// a test's backend is destroyed after it is unregistered, while an engine worker that has just
+// run its last op may still be flushing it.
+std::shared_mutex g_registered_mu;
 
 Backend* registered_for(Device device) {
   Backend* r = g_registered.load(std::memory_order_acquire);
@@ -21,7 +27,10 @@ Backend* registered_for(Device device) {
 }
 }  // namespace
 
-void register_backend(Backend* backend) { g_registered.store(backend, std::memory_order_release); }
+void register_backend(Backend* backend) {
+  std::unique_lock<std::shared_mutex> lock(g_registered_mu);
+  g_registered.store(backend, std::memory_order_release);
+}
 
 namespace {
 // The built-in backends keyed by kind: at most one per kind, so that backends of two kinds of
@@ -60,6 +69,18 @@ Backend& backend_for(Device device, const char* op) {
 }
 
 void Backend::synchronize(int, const void*) {}
+
+void flush_device(Device device) noexcept {
+  {
+    std::shared_lock<std::shared_mutex> lock(g_registered_mu);
+    if (Backend* r = registered_for(device)) {
+      r->flush(device.id);
+      return;
+    }
+  }
+  Backend* b = builtin_for(device.kind);
+  if (b && device.id >= 0 && device.id < b->device_count()) b->flush(device.id);
+}
 
 std::vector<Backend*> active_backends() {
   std::vector<Backend*> out;

@@ -937,6 +937,7 @@ void EngineImpl::run_naive(OprBlock* op) {
   if (op->async) {
     const bool skipped = op->error != nullptr;
     run_async(op, -1, 1);  // one more reference, ours, so that the record outlives the wait
+    if (!op->device.is_cpu()) flush_device(op->device);  // nothing is held in push order
     if (!skipped) {
       // Debug mode runs everything in push order: wait here until the op has completed.
       while (op->async_pending.load(std::memory_order_acquire) != 0) {

@@ -4,6 +4,7 @@
 // kAfterJobSpin), and parallel_for over idle workers.
 #include <algorithm>
 
+#include "asyncnd/detail/backend.h"
 #include "engine/engine_impl.h"
 
 namespace asyncnd {
@@ -190,11 +191,17 @@ bool DevicePool::has_work() const {
 
 void DevicePool::worker_main(int index) {
   tls_worker = WorkerTls{engine_, this, index};
+  // A device's backend may hold back the calls of the ops run so far (Backend::flush): it starts
+  // them when this worker finds nothing more to run. The ops that waited for a held op are queued
+  // here when it finishes, so a chain of small ops is held, and started, as a whole.
+  const bool may_hold = !device_.is_cpu();
+  bool unflushed = false;
   for (;;) {
     // Read before the pop: a priority op pushed after it ends the run.
     const unsigned seen = hurry_.load(std::memory_order_acquire);
     Run run;
     if (OprBlock* op = try_pop(run)) {
+      unflushed = may_hold;
       // More ready work and nobody looking for it: wake a helper (here, not in the pusher).
       if (queued_.load(std::memory_order_relaxed) > 0 &&
           spinners_.load(std::memory_order_relaxed) == 0 &&
@@ -213,6 +220,11 @@ void DevicePool::worker_main(int index) {
         engine_->run_op(next, index);
       }
       continue;
+    }
+    if (unflushed) {
+      unflushed = false;
+      flush_device(device_);
+      continue;  // look again before idling: ops may have come meanwhile
     }
     if (help_job()) continue;
     if (stop_.load(std::memory_order_acquire)) return;

@@ -44,7 +44,17 @@ class Backend {
   //    synchronize), or done.fail(message); it may hand `done` to another thread. Throws
   //    asyncnd::Error for a failure at launch (the op then fails with that message).
   // Pointers in `call` beyond its arrays (a strided plan) are valid until launch returns.
+  //  - Such a backend may also hold accepted calls back, to start several small ones at once (the
+  //    CUDA backend with ASYNCND_CUDA_BATCH), if it starts them by itself before anything can
+  //    observe them (its synchronize, a copy that reads their output, a call it does not hold)
+  //    and at its flush.
   virtual void launch(int device_id, const KernelCall& call, Completion done) = 0;
+
+  // (optional) Starts the calls held back on device `device_id` (see launch). The engine calls it
+  // when the device's worker finds no more ops to run (and the naive engine after each op), so
+  // that held calls never wait for the program's next push. A failure to start them is reported
+  // by the next synchronize. Default: nothing is held.
+  virtual void flush(int device_id) noexcept { (void)device_id; }
 
   // Whether the CPU may read and write this backend's storage directly. True for the CPU
   // backends; a backend that says false gets its ops as Engine::push_async ops (see launch), and
@@ -73,6 +83,10 @@ class Backend {
   virtual void set_device_timing(bool on) { (void)on; }
   virtual std::vector<DeviceSpan> take_device_spans() { return {}; }
 };
+
+// Backend::flush of the backend that serves `device`, if one does. A backend registered with
+// register_backend is not unregistered while its flush runs.
+void flush_device(Device device) noexcept;
 
 // The backends that may hold work: the registered one (register_backend), if any, then the
 // built-in ones. The profiler asks each for its device-side spans.
