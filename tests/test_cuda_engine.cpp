@@ -1,8 +1,11 @@
 // [gpu] The CUDA-specific engine paths, on real GPUs only (SKIPPED with the reason otherwise):
 // event dependencies between the copy and compute streams, copies CPU<->GPU and GPU<->GPU,
 // errors from a failing kernel launch, device bytes in the stats and the allocator's cache, the
-// chapter's MLP trained on the GPU, and the device-side spans in the profile.
+// chapter's MLP trained on the GPU, the device-side spans in the profile, and small calls held
+// back and started together (ASYNCND_CUDA_BATCH).
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu_util.h"
@@ -160,3 +163,115 @@ TEST_CASE("cuda: the profile shows when kernels and copies ran on the device", "
     CHECK(trace.find("\"cat\":\"device\"") != std::string::npos);
   });
 }
+
+#if ASYNCND_HAVE_CUDA
+namespace {
+// Small calls held back and started together (ASYNCND_CUDA_BATCH), for the scope.
+class ScopedBatching {
+ public:
+  explicit ScopedBatching(bool on) : before_(detail::cuda_batching()) {
+    detail::cuda_set_batching(on);
+  }
+  ~ScopedBatching() {
+    try {
+      nd::waitall();  // the held calls start before the switch goes back
+    } catch (...) {
+      // an op error: the test that left it has failed its own checks
+    }
+    detail::cuda_set_batching(before_);
+  }
+  ScopedBatching(const ScopedBatching&) = delete;
+  ScopedBatching& operator=(const ScopedBatching&) = delete;
+
+ private:
+  bool before_;
+};
+
+// Small calls (held when batching is on) between the calls that start them: copies both ways, a
+// GEMM, a reduction, a host read, and blocks freed and reused. What it read, in order.
+std::vector<std::vector<float>> held_calls_program(const Device d) {
+  std::vector<std::vector<float>> out;
+  NDArray x = nd::arange(0.0f, 1000.0f, 1.0f).copy_to(d);  // the copy stream writes x
+  std::vector<NDArray> mids;
+  for (int i = 0; i < 30; ++i) {
+    x += 1.0f;
+    const NDArray y = x * 0.5f + 2.0f;  // y and the temporary: freed, reused by the next step
+    if (i % 10 == 9) mids.push_back(y.copy_to(Device::cpu()));
+  }
+  const NDArray g = nd::dot(nd::reshape(x, {40, 25}), nd::ones({25, 8}, d)) + 1.0f;
+  const NDArray r = nd::arange(0.0f, 10.0f, 0.25f, d) - nd::full({40}, 0.5f, d);
+  const NDArray s = nd::sum(nd::exp(x * 0.001f));
+  for (const NDArray& m : mids) out.push_back(m.to_vector());
+  out.push_back(g.to_vector());
+  out.push_back(r.to_vector());
+  out.push_back(s.to_vector());
+  out.push_back(x.to_vector());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("cuda: small calls held and started together give the CPU's values",
+          "[gpu][engine]") {
+  if (!gpus_or_skip("cuda held calls")) return;
+  leak_checked([] {
+    const auto want = held_calls_program(Device::cpu());
+    for (const bool on : {true, false}) {
+      INFO("batching " << on);
+      ScopedBatching batching(on);
+      const auto before = detail::cuda_held_counts(0);
+      const auto got = held_calls_program(Device::gpu(0));
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        check_close(got[i], want[i], 1e-6, 1e-6, "read " + std::to_string(i));
+      const auto after = detail::cuda_held_counts(0);
+      if (on) CHECK(after.calls - before.calls >= 60);  // the adds and the scaled copies at least
+      else CHECK(after.calls == before.calls);
+    }
+  });
+}
+
+TEST_CASE("cuda: ops queued behind a busy worker start as a few batches", "[gpu][engine]") {
+  if (!gpus_or_skip("cuda batches")) return;
+  leak_checked([] {
+    ScopedBatching batching(true);
+    const Device g = Device::gpu(0);
+    const NDArray x = nd::ones({1, 2}, g);
+    nd::waitall();
+    // A host op on gpu(0)'s worker holds it while 200 of E5's steps queue up behind it.
+    std::atomic<bool> release{false};
+    Var blocker = engine().new_var();
+    PushOptions on_gpu;
+    on_gpu.device = g;
+    on_gpu.name = "blocker";
+    engine().push([&] { while (!release.load()) std::this_thread::yield(); }, {}, {blocker}, on_gpu);
+    std::vector<NDArray> ys;
+    for (int i = 0; i < 200; ++i) ys.push_back(x + static_cast<float>(i));
+    const auto before = detail::cuda_held_counts(0);
+    release = true;
+    nd::waitall();
+    const auto after = detail::cuda_held_counts(0);
+    CHECK(after.calls - before.calls == 200);
+    // 200 / kTinyBatchMax (48) = 5 batches when the worker takes them in one run; a few more if
+    // it took them in pieces.
+    CHECK(after.batches - before.batches <= 20);
+    for (int i = 0; i < 200; ++i) {
+      const std::vector<float> v = ys[static_cast<std::size_t>(i)].to_vector();
+      REQUIRE(v == std::vector<float>{1.0f + i, 1.0f + i});
+    }
+    engine().delete_var(blocker);
+  });
+}
+
+TEST_CASE("cuda: ASYNCND_CUDA_BATCH is 0 or 1, and says so otherwise", "[cuda]") {
+  CHECK_FALSE(detail::cuda_batching_from_env(nullptr));
+  CHECK_FALSE(detail::cuda_batching_from_env(""));
+  CHECK_FALSE(detail::cuda_batching_from_env("0"));
+  CHECK(detail::cuda_batching_from_env("1"));
+  for (const char* bad : {"yes", "2", " 1", "on"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(detail::cuda_batching_from_env(bad),
+                      Catch::Contains("ASYNCND_CUDA_BATCH='" + std::string(bad) + "'") &&
+                          Catch::Contains("expected 0"));
+  }
+}
+#endif

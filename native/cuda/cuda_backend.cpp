@@ -26,6 +26,7 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iterator>
@@ -200,6 +201,7 @@ class DeviceState {
     cudaError_t e = cudaMalloc(&p, size);
     if (e == cudaErrorMemoryAllocation) {  // give the cache back to the driver, then retry once
       cudaGetLastError();
+      start_held(true);  // held calls may still use cached blocks: cudaFree then waits for them
       release_cache();
       e = cudaMalloc(&p, size);
     }
@@ -281,6 +283,35 @@ class DeviceState {
     }
     check(cudaSetDevice(id_), "cudaSetDevice", id_);
     check(cudaEventSynchronize(ev), "cudaEventSynchronize", id_);
+  }
+
+  // ---- held calls ----------------------------------------------------------------------------
+  // Small elementwise calls held back and started together (cuda_kernels.h, TinyBatch): see
+  // "Held calls" at CudaBackend::launch. Guarded by bmu_, which may be taken under mu_ (a pending
+  // event's record starts the held calls first), never the other way round.
+  void hold(const KernelCall& c) {
+    std::lock_guard<std::mutex> lock(bmu_);
+    batch_.calls[batch_.count++] = tiny_call(c);
+    ++held_calls_;
+    if (batch_.count == kTinyBatchMax) start_held_locked(true);
+  }
+  // Starts the held calls, if any, on the compute stream, with this device current (the caller
+  // may be another device's worker; its device is restored). A failure to start them is thrown
+  // (throw_errors) or kept for the next synchronize (take_held_error).
+  void start_held(bool throw_errors) {
+    std::lock_guard<std::mutex> lock(bmu_);
+    start_held_locked(throw_errors);
+  }
+  std::string take_held_error() {
+    std::lock_guard<std::mutex> lock(bmu_);
+    return std::exchange(held_error_, std::string());
+  }
+  struct HeldCounts {
+    std::uint64_t calls, batches;
+  };
+  HeldCounts held_counts() {
+    std::lock_guard<std::mutex> lock(bmu_);
+    return {held_calls_, batches_};
   }
 
   // ---- completions ---------------------------------------------------------------------------
@@ -379,11 +410,13 @@ class DeviceState {
   cublasHandle_t blas() const { return blas_; }
 
  private:
-  // A small block's event, recorded now on its stream if it is still pending (caller holds mu_).
+  // A small block's event, recorded now on its stream if it is still pending (caller holds mu_),
+  // after the held calls, which may have written it.
   // The caller may be another device's worker (a GPU-to-GPU copy): the record is made with this
   // device current, and the caller's device restored.
   void record_pending(Block* b) {
     if (!b->pending) return;
+    if (b->stream == compute_) start_held(true);  // the write may be a held call
     int current = id_;
     cudaGetDevice(&current);
     if (current != id_) cudaSetDevice(id_);
@@ -391,6 +424,24 @@ class DeviceState {
     if (current != id_) cudaSetDevice(current);
     check(e, "cudaEventRecord", id_);
     b->pending = false;
+  }
+
+  void start_held_locked(bool throw_errors) {  // caller holds bmu_
+    if (batch_.count == 0) return;
+    const int n = batch_.count;
+    int current = id_;
+    cudaGetDevice(&current);
+    if (current != id_) cudaSetDevice(id_);
+    const cudaError_t e = run_tiny_batch(batch_, compute_);
+    if (current != id_) cudaSetDevice(current);
+    batch_.count = 0;
+    ++batches_;
+    if (e == cudaSuccess) return;
+    cudaGetLastError();
+    std::string what = "cuda: " + std::to_string(n) + " small kernels held on gpu(" +
+                       std::to_string(id_) + ") failed to start: " + cuda_text(e);
+    if (throw_errors) throw Error(what);
+    if (held_error_.empty()) held_error_ = std::move(what);
   }
 
   Block* find(const void* p) {  // caller holds mu_
@@ -472,6 +523,11 @@ class DeviceState {
   std::size_t cached_ = 0;
   std::vector<cudaEvent_t> events_;
 
+  std::mutex bmu_;  // the held calls
+  TinyBatch batch_{};
+  std::uint64_t held_calls_ = 0, batches_ = 0;
+  std::string held_error_;  // a batch that flush could not start
+
   std::mutex smu_;  // spans_
   std::vector<TimedSpan> spans_;
 
@@ -545,6 +601,12 @@ class CudaBackend final : public Backend {
       states_ = std::make_unique<std::atomic<DeviceState*>[]>(static_cast<std::size_t>(count));
       for (int i = 0; i < count; ++i) states_[static_cast<std::size_t>(i)].store(nullptr);
     }
+    try {
+      batching_.store(cuda_batching_from_env(std::getenv("ASYNCND_CUDA_BATCH")));
+    } catch (const Error& e) {  // every GPU op then fails, saying this
+      count_ = 0;
+      reason_ = e.what();
+    }
   }
 
   DeviceKind kind() const override { return DeviceKind::kGPU; }
@@ -563,10 +625,31 @@ class CudaBackend final : public Backend {
     if (DeviceState* d = started(device_id)) d->free(p);  // memory comes from a started device
   }
 
+  // Held calls (ASYNCND_CUDA_BATCH=1, or cuda_set_batching). A launch costs the worker a few
+  // microseconds whatever the kernel does (3.4 us on an H200 VM: bench/README.md), more than a
+  // tiny op's kernel runs, so a loop of tiny ops is bound by launches. With batching on, a small
+  // elementwise call (tiny_batchable) is held and the op completes at once; the held calls start
+  // as one kernel (run_tiny_batch) when kTinyBatchMax are held, when the engine's worker finds no
+  // more ops (flush), and before anything could observe them: any other launch on the device, a
+  // copy or host wait that records a compute-stream block's event (record_pending), synchronize,
+  // and the cache's release on a failed cudaMalloc. Their arrays are small blocks, whose events
+  // are recorded only when waited for, so no event is recorded for a held call's write. While the
+  // engine profiles, nothing is held (each call keeps its own device-side span).
   void launch(int device_id, const KernelCall& c, Completion done) override {
     DeviceState& d = state(device_id);
     check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
     using Kind = KernelCall::Kind;
+    if (batching_.load(std::memory_order_relaxed) && !timing() && tiny_batchable(c)) {
+      const cudaStream_t s = d.compute();
+      if (c.a) d.wait_for(s, c.a);  // a copy-stream write: the batch's launch waits for it
+      if (c.b) d.wait_for(s, c.b);
+      d.wait_for(s, c.out);
+      d.hold(c);
+      d.written(s, c.out);
+      done.done();
+      return;
+    }
+    d.start_held(true);  // the held calls go first
     if (c.kind == Kind::kCopy) {
       copy(d, c, std::move(done));
       return;
@@ -594,11 +677,27 @@ class CudaBackend final : public Backend {
     DeviceState& d = *started_state;
     if (p) {
       d.wait_host(p);
-      return;
+    } else {
+      d.start_held(true);
+      check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
     }
-    check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
+    const std::string held_error = d.take_held_error();
+    if (!held_error.empty()) throw Error(held_error);
   }
+
+  void flush(int device_id) noexcept override {
+    if (DeviceState* d = started(device_id)) {
+      try {
+        d->start_held(false);  // a failure waits for the next synchronize
+      } catch (...) {
+        // only the message's allocation can throw here: the failure itself was kept
+      }
+    }
+  }
+
+  void set_batching(bool on) { batching_.store(on, std::memory_order_relaxed); }
+  bool batching() const { return batching_.load(std::memory_order_relaxed); }
 
   void set_device_timing(bool on) override { timing_.store(on, std::memory_order_relaxed); }
   std::vector<DeviceSpan> take_device_spans() override {
@@ -708,6 +807,7 @@ class CudaBackend final : public Backend {
   int count_ = 0;
   std::string reason_;
   std::atomic<bool> timing_{false};  // the engine is profiling: time each launch on the device
+  std::atomic<bool> batching_{false};  // hold small calls (launch, "Held calls")
   PinnedPool pinned_;
   std::unique_ptr<std::atomic<DeviceState*>[]> states_;
   std::mutex start_mu_;
@@ -759,6 +859,24 @@ double cuda_tiny_launch_us(int device, int n, bool sync_each) {
   cudaFree(buf);
   check(e, "tiny launches", device);
   return us / (n > 0 ? n : 1);
+}
+
+bool cuda_batching_from_env(const char* value) {
+  const std::string v = value ? value : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw Error("ASYNCND_CUDA_BATCH='" + v + "': expected 0 (launch each call) or 1 (hold small calls "
+              "and start them together)");
+}
+
+void cuda_set_batching(bool on) { instance().set_batching(on); }
+bool cuda_batching() { return instance().batching(); }
+
+CudaHeldCounts cuda_held_counts(int device) {
+  DeviceState* d = instance().started(device);
+  if (!d) return {};
+  const DeviceState::HeldCounts c = d->held_counts();
+  return {c.calls, c.batches};
 }
 
 std::size_t cuda_cached_bytes(int device) {

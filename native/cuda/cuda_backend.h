@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -25,6 +26,21 @@ std::string cuda_device_name(int device);
 // (sync_each: cudaStreamSynchronize after each launch, as a loop that reads each result; else
 // once at the end). For bench_gpu. Throws asyncnd::Error with CUDA's message.
 double cuda_tiny_launch_us(int device, int n, bool sync_each);
+
+// Held calls (cuda_backend.cpp, "Held calls"): whether small elementwise calls are held back
+// and started many per launch. Off unless ASYNCND_CUDA_BATCH=1 (any value but 0 or 1 makes every
+// GPU op fail, naming the variable); bench_gpu and the tests switch it in-process.
+void cuda_set_batching(bool on);
+// ASYNCND_CUDA_BATCH's value (nullptr: unset) as on or off; throws asyncnd::Error naming the
+// variable, the value and the choices for anything but unset, "", "0" and "1".
+bool cuda_batching_from_env(const char* value);
+bool cuda_batching();
+// Calls held so far on `device`, and the batches that started them (zeros for a device never
+// used).
+struct CudaHeldCounts {
+  std::uint64_t calls = 0, batches = 0;
+};
+CudaHeldCounts cuda_held_counts(int device);
 
 // Bytes the allocator of `device` holds for reuse (freed by arrays, not in use, so not counted
 // in the engine's bytes_in_use). 0 for a device never used.

@@ -136,7 +136,53 @@ __global__ void transpose2d_kernel(const float* a, float* out, std::int64_t rows
   }
 }
 
+// A batch of small calls (cuda_kernels.h, TinyBatch): one block, each call over all its threads,
+// a barrier after each.
+__global__ void tiny_batch_kernel(TinyBatch batch) {
+  for (int j = 0; j < batch.count; ++j) {
+    const TinyCall& c = batch.calls[j];
+    for (std::int64_t i = threadIdx.x; i < c.n; i += blockDim.x) {
+      switch (c.kind) {
+        case KernelCall::Kind::kFill: c.out[i] = c.fill; break;
+        case KernelCall::Kind::kArange:
+          c.out[i] = static_cast<float>(c.start + static_cast<double>(i) * c.step);
+          break;
+        default: c.out[i] = k::map_element(c.map, c.a, c.b, i); break;
+      }
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
+
+bool tiny_batchable(const KernelCall& c) {
+  using Kind = KernelCall::Kind;
+  return (c.kind == Kind::kFill || c.kind == Kind::kArange || c.kind == Kind::kMap) &&
+         c.n <= kTinyElems;
+}
+
+TinyCall tiny_call(const KernelCall& c) {
+  TinyCall t{};
+  t.a = c.a;
+  t.b = c.b;
+  t.out = c.out;
+  t.n = static_cast<std::int32_t>(c.n);
+  t.kind = c.kind;
+  if (c.kind == KernelCall::Kind::kFill) t.fill = c.fill.value;
+  if (c.kind == KernelCall::Kind::kArange) {
+    t.start = c.arange.start;
+    t.step = c.arange.step;
+  }
+  if (c.kind == KernelCall::Kind::kMap) t.map = c.map;
+  return t;
+}
+
+cudaError_t run_tiny_batch(const TinyBatch& batch, cudaStream_t s) {
+  if (batch.count <= 0) return cudaSuccess;
+  tiny_batch_kernel<<<1, kThreads, 0, s>>>(batch);
+  return cudaGetLastError();
+}
 
 cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {
   using Kind = KernelCall::Kind;
