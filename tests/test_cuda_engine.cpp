@@ -111,6 +111,20 @@ TEST_CASE("cuda: device bytes in the engine's stats, freed blocks are cached", "
     CHECK(gpu_bytes() == before);
 #if ASYNCND_HAVE_CUDA
     CHECK(detail::cuda_cached_bytes(0) >= (4u << 20));
+    // Small blocks come 64 to a cudaMalloc: 200 live arrays of a size not used before (7 KB)
+    // take at most 4 driver calls, and all go back to the cache.
+    const auto before_counts = detail::cuda_alloc_counts(0);
+    {
+      std::vector<NDArray> small;
+      for (int i = 0; i < 200; ++i) small.push_back(nd::full({1777}, static_cast<float>(i), Device::gpu(0)));
+      for (int i = 0; i < 200; i += 37)
+        CHECK(small[static_cast<std::size_t>(i)].to_vector()[1776] == static_cast<float>(i));
+    }
+    nd::waitall();
+    const auto after_counts = detail::cuda_alloc_counts(0);
+    CHECK(after_counts.allocs - before_counts.allocs >= 200);
+    CHECK(after_counts.driver_allocs - before_counts.driver_allocs <= 4);
+    CHECK(gpu_bytes() == before);
 #endif
   });
 }

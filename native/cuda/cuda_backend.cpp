@@ -22,6 +22,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -76,11 +77,23 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 #define ASYNCND_CUDA_EAGER_EVENT_BYTES (std::size_t{1} << 20)
 #endif
 constexpr std::size_t kEagerEventBytes = ASYNCND_CUDA_EAGER_EVENT_BYTES;
+// A block's event is made when first recorded (ensure_event): a small block only ever written
+// and read on the compute stream, like most of a tiny op's, never has one.
+// Blocks of up to kCarveMaxBytes come kCarveCount at a time from one cudaMalloc (carved), the
+// rest waiting in the cache: a frontend that runs ahead of the device (E5's loop) takes a fresh
+// block per op, and each block it missed in the cache cost its thread two driver calls, a
+// cudaMalloc and a cudaEventCreate. (Whether that is what made E5's loop push only one op per
+// 4.5 us on an H200 is not yet measured: bench_gpu's gpu_e5_driver_allocs_per_step says.)
+// Carved blocks are never given back to the driver (release_cache keeps them): they are at most
+// kCarveMaxBytes each, and their count is the program's peak of small arrays.
+constexpr std::size_t kCarveMaxBytes = std::size_t{16} << 10;
+constexpr int kCarveCount = 64;
 struct Block;
 using LiveMap = std::unordered_map<const void*, Block*>;
 struct Block {
   void* ptr = nullptr;
   std::size_t size = 0;           // rounded, as cached
+  bool carved = false;            // one of kCarveCount blocks of one cudaMalloc
   cudaEvent_t ready = nullptr;    // recorded after the last queued write (or at the free)
   cudaStream_t stream = nullptr;  // where the last write (or the free) was queued; nullptr: none
   bool pending = false;           // small block: `ready` not recorded yet for that point
@@ -187,22 +200,27 @@ class DeviceState {
     const std::size_t size = round_size(bytes);
     {
       std::lock_guard<std::mutex> lock(mu_);
+      ++allocs_;
       auto it = cache_.find(size);
       if (it != cache_.end() && !it->second.empty()) {
         Block* b = it->second.back();
         it->second.pop_back();
         cached_ -= size;
-        live_.insert(std::move(b->node));  // the map's node it had: no allocation
+        if (b->node) live_.insert(std::move(b->node));  // the map's node it had: no allocation
+        else live_[b->ptr] = b;                          // a carved block's first use
         return b->ptr;
       }
+      ++driver_allocs_;
     }
     check(cudaSetDevice(id_), "cudaSetDevice", id_);
+    int count = size <= kCarveMaxBytes ? kCarveCount : 1;
     void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, size);
+    cudaError_t e = cudaMalloc(&p, size * static_cast<std::size_t>(count));
     if (e == cudaErrorMemoryAllocation) {  // give the cache back to the driver, then retry once
       cudaGetLastError();
       start_held(true);  // held calls may still use cached blocks: cudaFree then waits for them
       release_cache();
+      count = 1;
       e = cudaMalloc(&p, size);
     }
     if (e != cudaSuccess) {
@@ -210,17 +228,21 @@ class DeviceState {
       throw Error("cuda: cannot allocate " + std::to_string(bytes) + " bytes on gpu(" +
                   std::to_string(id_) + "): " + cuda_text(e));
     }
-    auto* b = new Block;
-    b->ptr = p;
-    b->size = size;
-    e = cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming);
-    if (e != cudaSuccess) {
-      cudaFree(p);
-      delete b;
-      check(e, "cudaEventCreate", id_);
+    std::vector<Block*> blocks(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      Block* b = new Block;
+      b->ptr = static_cast<char*>(p) + static_cast<std::size_t>(i) * size;
+      b->size = size;
+      b->carved = count > 1;
+      blocks[static_cast<std::size_t>(i)] = b;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    live_[p] = b;
+    live_[p] = blocks[0];
+    if (count > 1) {  // the rest wait in the cache, the lowest address taken first
+      std::vector<Block*>& list = cache_[size];
+      list.insert(list.end(), blocks.rbegin(), blocks.rend() - 1);
+      cached_ += size * static_cast<std::size_t>(count - 1);
+    }
     return p;
   }
 
@@ -238,14 +260,35 @@ class DeviceState {
     const bool small = b->size <= kEagerEventBytes;
     if (other_stream || !small) cudaSetDevice(id_);
     if (other_stream) {
-      if (b->pending) cudaEventRecord(b->ready, b->stream);
-      cudaStreamWaitEvent(compute_, b->ready, 0);
+      if (b->pending && ensure_event(b) != cudaSuccess) {
+        cudaGetLastError();
+        cudaStreamSynchronize(b->stream);  // no event to wait for: the write is done after this
+      } else {
+        if (b->pending) cudaEventRecord(b->ready, b->stream);
+        cudaStreamWaitEvent(compute_, b->ready, 0);
+      }
     }
     b->stream = compute_;
     b->pending = small;
-    if (!small) cudaEventRecord(b->ready, compute_);
+    if (!small) {
+      if (ensure_event(b) == cudaSuccess) {
+        cudaEventRecord(b->ready, compute_);
+      } else {  // no event: a later user on another stream would not wait, so wait here
+        cudaGetLastError();
+        cudaStreamSynchronize(compute_);
+        b->stream = nullptr;
+      }
+    }
     cache_[b->size].push_back(b);
     cached_ += b->size;
+  }
+
+  struct AllocCounts {
+    std::uint64_t allocs, driver_allocs;
+  };
+  AllocCounts alloc_counts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {allocs_, driver_allocs_};
   }
 
   std::size_t cached_bytes() {
@@ -269,7 +312,9 @@ class DeviceState {
     Block* b = find(p);
     b->stream = stream;
     b->pending = b->size <= kEagerEventBytes;
-    if (!b->pending) check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
+    if (b->pending) return;
+    check(ensure_event(b), "cudaEventCreate", id_);
+    check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
   }
   // Blocks until the last queued write of the block at p has finished.
   void wait_host(const void* p) {
@@ -420,10 +465,17 @@ class DeviceState {
     int current = id_;
     cudaGetDevice(&current);
     if (current != id_) cudaSetDevice(id_);
-    const cudaError_t e = cudaEventRecord(b->ready, b->stream);
+    cudaError_t e = ensure_event(b);
+    if (e == cudaSuccess) e = cudaEventRecord(b->ready, b->stream);
     if (current != id_) cudaSetDevice(current);
     check(e, "cudaEventRecord", id_);
     b->pending = false;
+  }
+
+  // A block's event, made on first need (caller holds mu_, with this device current).
+  static cudaError_t ensure_event(Block* b) {
+    if (b->ready) return cudaSuccess;
+    return cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming);
   }
 
   void start_held_locked(bool throw_errors) {  // caller holds bmu_
@@ -451,17 +503,24 @@ class DeviceState {
     return it->second;
   }
 
-  void release_cache() {
+  void release_cache() {  // carved blocks stay (Block)
     std::vector<Block*> blocks;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto& kv : cache_) blocks.insert(blocks.end(), kv.second.begin(), kv.second.end());
-      cache_.clear();
-      cached_ = 0;
+      for (auto& kv : cache_) {
+        std::vector<Block*>& list = kv.second;
+        const auto own = std::stable_partition(list.begin(), list.end(),
+                                               [](const Block* b) { return b->carved; });
+        for (auto it = own; it != list.end(); ++it) {
+          blocks.push_back(*it);
+          cached_ -= (*it)->size;
+        }
+        list.erase(own, list.end());
+      }
     }
     for (Block* b : blocks) {  // cudaFree waits for the device, so queued users are done
       cudaFree(b->ptr);
-      cudaEventDestroy(b->ready);
+      if (b->ready) cudaEventDestroy(b->ready);
       delete b;
     }
   }
@@ -521,6 +580,7 @@ class DeviceState {
   LiveMap live_;
   std::unordered_map<std::size_t, std::vector<Block*>> cache_;
   std::size_t cached_ = 0;
+  std::uint64_t allocs_ = 0, driver_allocs_ = 0;  // alloc calls, and those that called cudaMalloc
   std::vector<cudaEvent_t> events_;
 
   std::mutex bmu_;  // the held calls
@@ -877,6 +937,13 @@ CudaHeldCounts cuda_held_counts(int device) {
   if (!d) return {};
   const DeviceState::HeldCounts c = d->held_counts();
   return {c.calls, c.batches};
+}
+
+CudaAllocCounts cuda_alloc_counts(int device) {
+  DeviceState* d = instance().started(device);
+  if (!d) return {};
+  const DeviceState::AllocCounts c = d->alloc_counts();
+  return {c.allocs, c.driver_allocs};
 }
 
 std::size_t cuda_cached_bytes(int device) {

@@ -42,6 +42,13 @@ struct CudaHeldCounts {
 };
 CudaHeldCounts cuda_held_counts(int device);
 
+// The allocator's calls on `device` so far, and those that called cudaMalloc (the rest came from
+// its cache). For bench_gpu: whether a loop's allocations reach the driver.
+struct CudaAllocCounts {
+  std::uint64_t allocs = 0, driver_allocs = 0;
+};
+CudaAllocCounts cuda_alloc_counts(int device);
+
 // Bytes the allocator of `device` holds for reuse (freed by arrays, not in use, so not counted
 // in the engine's bytes_in_use). 0 for a device never used.
 std::size_t cuda_cached_bytes(int device);
