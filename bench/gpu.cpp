@@ -16,6 +16,13 @@
 //                                 (gpu_e5_push_step_us: the asynchronous loop before its waitall)
 //   gpu_e5_worker_op_us, gpu_e5_op_interval_us   2000 asynchronous steps profiled: the GPU
 //                                 worker's time in one op, and from one op's start to the next's
+//   gpu_batching                  1 when ASYNCND_CUDA_BATCH=1 held small calls in the figures
+//                                 above and below, else 0
+//   gpu_e5_driver_allocs_per_step cudaMalloc calls per E5 step in those loops (the allocator's
+//                                 cache missed)
+//   gpu_e5_held_*                 the E5 loops again with small calls held and started together
+//                                 (cuda_set_batching(true)); gpu_e5_held_calls_per_launch: calls
+//                                 per batch launched
 //   cpu_e5_sync_step_us, cpu_e5_async_step_us   the same E5 loops on the CPU device, same run
 //   gpu_launch_sync_floor_us, gpu_launch_floor_us   the floor of the same loops on this machine:
 //                                 10 000 bare launches of a tiny kernel from one thread, no
@@ -201,10 +208,36 @@ E5Steps e5_steps(const Device device, int n) {
 // E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
 void bench_e5(const Device gpu) {
   const int n = 10000;
+  const double steps = 1000.0 + 5 * 2 * n;  // e5_steps: warm-up, then 5 x (sync, async)
+  const bool held_default = detail::cuda_batching();
+  record("gpu_batching", held_default ? 1 : 0, "ASYNCND_CUDA_BATCH: small calls held (1) or not");
+  const detail::CudaAllocCounts a0 = detail::cuda_alloc_counts(gpu.id);
   const E5Steps g = e5_steps(gpu, n);
+  const detail::CudaAllocCounts a1 = detail::cuda_alloc_counts(gpu.id);
   record("gpu_e5_sync_step_us", g.sync_us, "E5 on the GPU, wait_to_read each step, per step");
   record("gpu_e5_async_step_us", g.async_us, "E5 on the GPU, waitall once, per step");
   record("gpu_e5_push_step_us", g.push_us, "  of which the loop itself (before waitall)");
+  record("gpu_e5_driver_allocs_per_step",
+         static_cast<double>(a1.driver_allocs - a0.driver_allocs) / steps,
+         "  cudaMalloc calls per step (allocations the cache could not serve)");
+  // The same with small calls held and started together (cuda_backend.cpp, "Held calls").
+  detail::cuda_set_batching(true);
+  try {
+    const detail::CudaHeldCounts h0 = detail::cuda_held_counts(gpu.id);
+    const E5Steps h = e5_steps(gpu, n);
+    const detail::CudaHeldCounts h1 = detail::cuda_held_counts(gpu.id);
+    record("gpu_e5_held_sync_step_us", h.sync_us, "E5, small calls held: wait_to_read each step");
+    record("gpu_e5_held_async_step_us", h.async_us, "E5, small calls held: waitall once");
+    record("gpu_e5_held_push_step_us", h.push_us, "  of which the loop itself (before waitall)");
+    record("gpu_e5_held_calls_per_launch",
+           static_cast<double>(h1.calls - h0.calls) /
+               static_cast<double>(h1.batches > h0.batches ? h1.batches - h0.batches : 1),
+           "  calls started per batch launch");
+  } catch (...) {
+    detail::cuda_set_batching(held_default);
+    throw;
+  }
+  detail::cuda_set_batching(held_default);
   // This machine's floor for the same loops: one kernel launch per step, no engine.
   std::vector<double> floor_sync, floor_async;
   for (int run = 0; run < 5; ++run) {

@@ -2,7 +2,8 @@
 # The whole check of the CUDA backend on a machine with an NVIDIA GPU, in one command:
 #   tools/gpu-check.sh [OUTDIR]
 # builds the project with the CUDA backend (build-gpu/, for the GPU's own architecture), then runs
-#   1. the [gpu] tests alone (quick: they must run, not skip),
+#   1. the [gpu] tests alone (quick: they must run, not skip), then again with small calls held
+#      and started in batches (ASYNCND_CUDA_BATCH=1),
 #   2. bench_gpu: OUTDIR/gpu.json and OUTDIR/gpu_trace.json (copy bench/results/ from there),
 #   3. the [gpu] tests under compute-sanitizer's memcheck and racecheck, where it runs (all but
 #      the one that makes CUDA calls fail on purpose, [api_errors], which the tool would report),
@@ -102,6 +103,10 @@ if [ -n "$skipped" ]; then
   say "gpu-check: [gpu] tests were skipped: $(echo "$skipped" | head -n 1)"
   status=1
 fi
+
+# 1b. The same with every small call held and started in batches (ASYNCND_CUDA_BATCH=1; off by
+# default until this step and bench_gpu's gpu_e5_held_* have run on a GPU).
+step gpu_tests_held 120 env ASYNCND_CUDA_BATCH=1 "$bld/asyncnd_tests" "[gpu]" --durations yes
 
 # 2. The figures.
 step bench 300 "$bld/bench_gpu" "$out/gpu.json"
