@@ -19,7 +19,8 @@
 //   gpu_batching                  1 when ASYNCND_CUDA_BATCH=1 held small calls in the figures
 //                                 above and below, else 0
 //   gpu_e5_driver_allocs_per_step cudaMalloc calls per E5 step in those loops (the allocator's
-//                                 cache missed)
+//                                 cache missed); gpu_e5_lock_waits_per_step: times per step the
+//                                 frontend or the worker found the allocator's lock taken
 //   gpu_e5_held_*                 the E5 loops again with small calls held and started together
 //                                 (cuda_set_batching(true)); gpu_e5_held_calls_per_launch: calls
 //                                 per batch launched
@@ -220,6 +221,8 @@ void bench_e5(const Device gpu) {
   record("gpu_e5_driver_allocs_per_step",
          static_cast<double>(a1.driver_allocs - a0.driver_allocs) / steps,
          "  cudaMalloc calls per step (allocations the cache could not serve)");
+  record("gpu_e5_lock_waits_per_step", static_cast<double>(a1.lock_waits - a0.lock_waits) / steps,
+         "  times per step a thread found the CUDA allocator's lock taken");
   // The same with small calls held and started together (cuda_backend.cpp, "Held calls").
   detail::cuda_set_batching(true);
   try {

@@ -109,6 +109,24 @@ std::size_t round_size(std::size_t bytes) {
   return (bytes + unit - 1) / unit * unit;
 }
 
+// A mutex that counts how often a thread found it taken (and so may have slept in the kernel):
+// the allocator's lock is taken by the frontend (alloc, free) and by the device's worker (four
+// times per launch), and bench_gpu reports how often they met (gpu_e5_lock_waits_per_step).
+class CountedMutex {
+ public:
+  void lock() {
+    if (m_.try_lock()) return;
+    waits_.fetch_add(1, std::memory_order_relaxed);
+    m_.lock();
+  }
+  void unlock() { m_.unlock(); }
+  std::uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex m_;
+  std::atomic<std::uint64_t> waits_{0};
+};
+
 // Page-locked host buffers for host<->device copies (cudaMemcpyAsync is only asynchronous from
 // pinned memory), cached by power-of-two size; at most kPinnedCacheBytes are kept.
 class PinnedPool {
@@ -199,7 +217,7 @@ class DeviceState {
   void* alloc(std::size_t bytes) {
     const std::size_t size = round_size(bytes);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<CountedMutex> lock(mu_);
       ++allocs_;
       auto it = cache_.find(size);
       if (it != cache_.end() && !it->second.empty()) {
@@ -236,7 +254,7 @@ class DeviceState {
       b->carved = count > 1;
       blocks[static_cast<std::size_t>(i)] = b;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     live_[p] = blocks[0];
     if (count > 1) {  // the rest wait in the cache, the lowest address taken first
       std::vector<Block*>& list = cache_[size];
@@ -248,7 +266,7 @@ class DeviceState {
 
   void free(void* p) noexcept {
     if (!p) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     auto it = live_.find(p);
     if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
     Block* b = it->second;
@@ -284,22 +302,22 @@ class DeviceState {
   }
 
   struct AllocCounts {
-    std::uint64_t allocs, driver_allocs;
+    std::uint64_t allocs, driver_allocs, lock_waits;
   };
   AllocCounts alloc_counts() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return {allocs_, driver_allocs_};
+    std::lock_guard<CountedMutex> lock(mu_);
+    return {allocs_, driver_allocs_, mu_.waits() + bmu_.waits()};
   }
 
   std::size_t cached_bytes() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     return cached_;
   }
 
   // ---- per-block events ----------------------------------------------------------------------
   // Makes `stream` wait for the last queued write of the block at p (if on another stream).
   void wait_for(cudaStream_t stream, const void* p) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     Block* b = find(p);
     if (b->stream && b->stream != stream) {
       record_pending(b);
@@ -308,7 +326,7 @@ class DeviceState {
   }
   // Records that the block at p was last written by work queued on `stream` so far.
   void written(cudaStream_t stream, const void* p) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     Block* b = find(p);
     b->stream = stream;
     b->pending = b->size <= kEagerEventBytes;
@@ -320,7 +338,7 @@ class DeviceState {
   void wait_host(const void* p) {
     cudaEvent_t ev = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<CountedMutex> lock(mu_);
       Block* b = find(p);
       if (!b->stream) return;
       record_pending(b);
@@ -335,7 +353,7 @@ class DeviceState {
   // "Held calls" at CudaBackend::launch. Guarded by bmu_, which may be taken under mu_ (a pending
   // event's record starts the held calls first), never the other way round.
   void hold(const KernelCall& c) {
-    std::lock_guard<std::mutex> lock(bmu_);
+    std::lock_guard<CountedMutex> lock(bmu_);
     batch_.calls[batch_.count++] = tiny_call(c);
     ++held_calls_;
     if (batch_.count == kTinyBatchMax) start_held_locked(true);
@@ -344,18 +362,18 @@ class DeviceState {
   // may be another device's worker; its device is restored). A failure to start them is thrown
   // (throw_errors) or kept for the next synchronize (take_held_error).
   void start_held(bool throw_errors) {
-    std::lock_guard<std::mutex> lock(bmu_);
+    std::lock_guard<CountedMutex> lock(bmu_);
     start_held_locked(throw_errors);
   }
   std::string take_held_error() {
-    std::lock_guard<std::mutex> lock(bmu_);
+    std::lock_guard<CountedMutex> lock(bmu_);
     return std::exchange(held_error_, std::string());
   }
   struct HeldCounts {
     std::uint64_t calls, batches;
   };
   HeldCounts held_counts() {
-    std::lock_guard<std::mutex> lock(bmu_);
+    std::lock_guard<CountedMutex> lock(bmu_);
     return {held_calls_, batches_};
   }
 
@@ -506,7 +524,7 @@ class DeviceState {
   void release_cache() {  // carved blocks stay (Block)
     std::vector<Block*> blocks;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<CountedMutex> lock(mu_);
       for (auto& kv : cache_) {
         std::vector<Block*>& list = kv.second;
         const auto own = std::stable_partition(list.begin(), list.end(),
@@ -528,7 +546,7 @@ class DeviceState {
   // Completion events sleep the poller instead of spinning on one of the machine's few cores.
   cudaEvent_t take_event() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<CountedMutex> lock(mu_);
       if (!events_.empty()) {
         cudaEvent_t e = events_.back();
         events_.pop_back();
@@ -541,7 +559,7 @@ class DeviceState {
     return e;
   }
   void give_event(cudaEvent_t e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<CountedMutex> lock(mu_);
     events_.push_back(e);
   }
 
@@ -576,14 +594,14 @@ class DeviceState {
   cublasHandle_t blas_ = nullptr;
   std::mutex blas_mu_;
 
-  std::mutex mu_;  // blocks, cache, events
+  CountedMutex mu_;  // blocks, cache, events
   LiveMap live_;
   std::unordered_map<std::size_t, std::vector<Block*>> cache_;
   std::size_t cached_ = 0;
   std::uint64_t allocs_ = 0, driver_allocs_ = 0;  // alloc calls, and those that called cudaMalloc
   std::vector<cudaEvent_t> events_;
 
-  std::mutex bmu_;  // the held calls
+  CountedMutex bmu_;  // the held calls
   TinyBatch batch_{};
   std::uint64_t held_calls_ = 0, batches_ = 0;
   std::string held_error_;  // a batch that flush could not start
@@ -943,7 +961,7 @@ CudaAllocCounts cuda_alloc_counts(int device) {
   DeviceState* d = instance().started(device);
   if (!d) return {};
   const DeviceState::AllocCounts c = d->alloc_counts();
-  return {c.allocs, c.driver_allocs};
+  return {c.allocs, c.driver_allocs, c.lock_waits};
 }
 
 std::size_t cuda_cached_bytes(int device) {

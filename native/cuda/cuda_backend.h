@@ -42,10 +42,11 @@ struct CudaHeldCounts {
 };
 CudaHeldCounts cuda_held_counts(int device);
 
-// The allocator's calls on `device` so far, and those that called cudaMalloc (the rest came from
-// its cache). For bench_gpu: whether a loop's allocations reach the driver.
+// The allocator's calls on `device` so far, those that called cudaMalloc (the rest came from
+// its cache), and how often a thread found the device state's locks taken (the frontend's alloc
+// and free meet the worker's launches there). For bench_gpu: what a loop's allocations cost.
 struct CudaAllocCounts {
-  std::uint64_t allocs = 0, driver_allocs = 0;
+  std::uint64_t allocs = 0, driver_allocs = 0, lock_waits = 0;
 };
 CudaAllocCounts cuda_alloc_counts(int device);
 
