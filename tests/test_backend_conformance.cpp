@@ -52,7 +52,9 @@ TEST_CASE("backend conformance: cpu(0) against the serial reference", "[conforma
 }
 
 TEST_CASE("backend conformance: a GPU emulated on the CPU, through the device path", "[conformance]") {
-  ScopedEmulatedGpu emulated;
+  const bool hold = GENERATE(false, true);  // true: kernels held until a flush (backend.h)
+  INFO("hold " << hold);
+  ScopedEmulatedGpu emulated(hold);
   leak_checked([&] {
     run_cases(Device::gpu(0));
     CHECK(emulated.gpu().launches() > conformance_cases().size());  // it really ran them

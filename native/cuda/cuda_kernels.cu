@@ -137,7 +137,8 @@ __global__ void transpose2d_kernel(const float* a, float* out, std::int64_t rows
 }
 
 // A batch of small calls (cuda_kernels.h, TinyBatch): one block, each call over all its threads,
-// a barrier after each.
+// a barrier after each. The calls are read from the parameter space in place (ptxas -v for sm_90:
+// no stack frame, 24 registers).
 __global__ void tiny_batch_kernel(TinyBatch batch) {
   for (int j = 0; j < batch.count; ++j) {
     const TinyCall& c = batch.calls[j];
