@@ -4,6 +4,7 @@
 // chapter's MLP trained on the GPU, the device-side spans in the profile, and small calls held
 // back and started together (ASYNCND_CUDA_BATCH).
 #include <atomic>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -238,8 +239,8 @@ TEST_CASE("cuda: small calls held and started together give the CPU's values",
       for (std::size_t i = 0; i < got.size(); ++i)
         check_close(got[i], want[i], 1e-6, 1e-6, "read " + std::to_string(i));
       const auto after = detail::cuda_held_counts(0);
-      if (on) CHECK(after.calls - before.calls >= 60);  // the adds and the scaled copies at least
-      else CHECK(after.calls == before.calls);
+      if (detail::cuda_batching()) CHECK(after.calls - before.calls >= 60);  // the adds, at least
+      else CHECK(after.calls == before.calls);  // off, or a build that never holds
     }
   });
 }
@@ -248,6 +249,11 @@ TEST_CASE("cuda: ops queued behind a busy worker start as a few batches", "[gpu]
   if (!gpus_or_skip("cuda batches")) return;
   leak_checked([] {
     ScopedBatching batching(true);
+    if (!detail::cuda_batching()) {
+      std::cout << "SKIPPED: cuda batches: this build never holds calls "
+                   "(ASYNCND_CUDA_EAGER_EVENT_BYTES under 8 KB)" << std::endl;
+      return;
+    }
     const Device g = Device::gpu(0);
     const NDArray x = nd::ones({1, 2}, g);
     nd::waitall();

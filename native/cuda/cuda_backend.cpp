@@ -77,6 +77,10 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 #define ASYNCND_CUDA_EAGER_EVENT_BYTES (std::size_t{1} << 20)
 #endif
 constexpr std::size_t kEagerEventBytes = ASYNCND_CUDA_EAGER_EVENT_BYTES;
+// Held calls (CudaBackend::launch) need their arrays' events pending until the batch starts, so a
+// build that records every event at once (ASYNCND_CUDA_EAGER_EVENT_BYTES below a held call's
+// largest array) never holds one.
+constexpr bool kCanHold = static_cast<std::size_t>(kTinyElems) * sizeof(float) <= kEagerEventBytes;
 // A block's event is made when first recorded (ensure_event): a small block only ever written
 // and read on the compute stream, like most of a tiny op's, never has one.
 // Blocks of up to kCarveMaxBytes come kCarveCount at a time from one cudaMalloc (carved), the
@@ -333,6 +337,24 @@ class DeviceState {
     if (b->pending) return;
     check(ensure_event(b), "cudaEventCreate", id_);
     check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
+  }
+  // For a held call, whose arrays are all small blocks (kCanHold): wait_for for each of them and
+  // written for its output, under one lock. The output's event stays pending: the write it marks
+  // is in the held batch, not yet on the stream.
+  void prepare_held(cudaStream_t stream, const KernelCall& c) {
+    std::lock_guard<CountedMutex> lock(mu_);
+    for (const void* p : {static_cast<const void*>(c.a), static_cast<const void*>(c.b),
+                          static_cast<const void*>(c.out)}) {
+      if (!p) continue;
+      Block* b = find(p);
+      if (b->stream && b->stream != stream) {
+        record_pending(b);
+        check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
+      }
+    }
+    Block* out = find(c.out);
+    out->stream = stream;
+    out->pending = true;
   }
   // Blocks until the last queued write of the block at p has finished.
   void wait_host(const void* p) {
@@ -680,7 +702,7 @@ class CudaBackend final : public Backend {
       for (int i = 0; i < count; ++i) states_[static_cast<std::size_t>(i)].store(nullptr);
     }
     try {
-      batching_.store(cuda_batching_from_env(std::getenv("ASYNCND_CUDA_BATCH")));
+      set_batching(cuda_batching_from_env(std::getenv("ASYNCND_CUDA_BATCH")));
     } catch (const Error& e) {  // every GPU op then fails, saying this
       count_ = 0;
       reason_ = e.what();
@@ -718,12 +740,8 @@ class CudaBackend final : public Backend {
     check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
     using Kind = KernelCall::Kind;
     if (batching_.load(std::memory_order_relaxed) && !timing() && tiny_batchable(c)) {
-      const cudaStream_t s = d.compute();
-      if (c.a) d.wait_for(s, c.a);  // a copy-stream write: the batch's launch waits for it
-      if (c.b) d.wait_for(s, c.b);
-      d.wait_for(s, c.out);
+      d.prepare_held(d.compute(), c);  // a copy-stream write: the batch's launch waits for it
       d.hold(c);
-      d.written(s, c.out);
       done.done();
       return;
     }
@@ -774,7 +792,7 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void set_batching(bool on) { batching_.store(on, std::memory_order_relaxed); }
+  void set_batching(bool on) { batching_.store(on && kCanHold, std::memory_order_relaxed); }
   bool batching() const { return batching_.load(std::memory_order_relaxed); }
 
   void set_device_timing(bool on) override { timing_.store(on, std::memory_order_relaxed); }

@@ -29,7 +29,8 @@ double cuda_tiny_launch_us(int device, int n, bool sync_each);
 
 // Held calls (cuda_backend.cpp, "Held calls"): whether small elementwise calls are held back
 // and started many per launch. Off unless ASYNCND_CUDA_BATCH=1 (any value but 0 or 1 makes every
-// GPU op fail, naming the variable); bench_gpu and the tests switch it in-process.
+// GPU op fail, naming the variable); bench_gpu and the tests switch it in-process. Stays off in a
+// build that records every event at once (ASYNCND_CUDA_EAGER_EVENT_BYTES under 8 KB).
 void cuda_set_batching(bool on);
 // ASYNCND_CUDA_BATCH's value (nullptr: unset) as on or off; throws asyncnd::Error naming the
 // variable, the value and the choices for anything but unset, "", "0" and "1".
