@@ -1,0 +1,185 @@
+// bench_launch_model: the engine's side of a tiny GPU op, on a machine without a GPU. A backend
+// registered for gpu(0) (detail::register_backend) stands in for the CUDA backend: each kernel
+// launch spins a set time on the calling thread, as cudaLaunchKernel costs the engine's GPU worker
+// (3.38 us on the H200 of bench/README.md: the default), then runs the call there. In hold mode it
+// holds calls as the CUDA backend does with ASYNCND_CUDA_BATCH=1: up to 48, one launch for all of
+// them, started when full, at Backend::flush (the GPU worker found no more ops), before a copy and
+// at synchronize; a free while calls are held or running waits for them (stream order).
+//
+// Usage: build/bench_launch_model [launch_us]
+// Prints, for E5's asynchronous loop (10 000 x `y = x + 1` on a [1,2] array, waitall once, after
+// 1000 untimed; the median of 5 runs) launching each call and holding them: the step, the loop
+// alone (push), and launches per step. A model: its figures are not GPU figures, and no file is
+// written.
+#include <asyncnd/asyncnd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "asyncnd/detail/backend.h"
+#include "kernels/device_map.h"
+
+using namespace asyncnd;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+class LaunchModel final : public detail::Backend {
+ public:
+  using KernelCall = detail::KernelCall;
+  explicit LaunchModel(double launch_us) : launch_us_(launch_us) {}
+
+  DeviceKind kind() const override { return DeviceKind::kGPU; }
+  std::string name() const override { return "a launch-cost model of a GPU (on the CPU)"; }
+  int device_count() const override { return 1; }
+  bool host_addressable() const override { return false; }
+
+  void* alloc(int, std::size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
+  void free(int, void* p, std::size_t) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_.empty() && !running_) ::operator delete(p);
+    else frees_.push_back(p);  // after the calls that may use it
+  }
+
+  void launch(int, const KernelCall& c, Completion done) override {
+    if (hold_ && c.kind != KernelCall::Kind::kCopy) {
+      Batch full;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        held_.push_back(c);
+        if (held_.size() == kMaxHeld) full = take();
+      }
+      run(std::move(full));
+      done.done();
+      return;
+    }
+    flush(0);
+    run(Batch{{c}, {}});
+    done.done();
+  }
+  void flush(int) noexcept override {
+    Batch b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      b = take();
+    }
+    run(std::move(b));
+  }
+  void synchronize(int, const void*) override { flush(0); }
+
+  void set_hold(bool on) {
+    flush(0);
+    hold_ = on;
+  }
+  long launches() const { return launches_; }
+
+ private:
+  static constexpr std::size_t kMaxHeld = 48;
+  struct Batch {
+    std::vector<KernelCall> calls;
+    std::vector<void*> frees;
+  };
+  Batch take() {  // caller holds mu_
+    Batch b;
+    if (held_.empty()) return b;
+    b.calls.swap(held_);
+    b.frees.swap(frees_);
+    running_ = true;
+    return b;
+  }
+  // One launch: the spin, then the calls in order, then the frees that waited for them.
+  void run(Batch b) {
+    if (b.calls.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(run_mu_);
+      const auto t0 = Clock::now();
+      while (std::chrono::duration<double, std::micro>(Clock::now() - t0).count() < launch_us_) {
+      }
+      ++launches_;
+      for (const KernelCall& c : b.calls) execute(c);
+      for (void* p : b.frees) ::operator delete(p);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+  }
+  static void execute(const KernelCall& c) {
+    using Kind = KernelCall::Kind;
+    switch (c.kind) {
+      case Kind::kFill:
+        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = c.fill.value;
+        break;
+      case Kind::kMap:
+        for (std::int64_t i = 0; i < c.n; ++i) c.out[i] = kernels::map_element(c.map, c.a, c.b, i);
+        break;
+      case Kind::kCopy:
+        std::memcpy(c.out, c.a, static_cast<std::size_t>(c.n) * sizeof(float));
+        break;
+      default:
+        std::fprintf(stderr, "bench_launch_model: a call this model does not run\n");
+        std::abort();
+    }
+  }
+
+  const double launch_us_;
+  bool hold_ = false;  // changed between loops only, after a flush
+  std::mutex mu_;      // held_, frees_, running_
+  std::vector<KernelCall> held_;
+  std::vector<void*> frees_;
+  bool running_ = false;
+  std::mutex run_mu_;  // one launch at a time, in order, like one stream
+  long launches_ = 0;  // under run_mu_
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double launch_us = argc > 1 ? std::atof(argv[1]) : 3.38;
+  if (!(launch_us >= 0)) {
+    std::fprintf(stderr, "usage: bench_launch_model [launch_us >= 0]\n");
+    return 2;
+  }
+  static LaunchModel model(launch_us);
+  detail::register_backend(&model);
+  const Device gpu = Device::gpu(0);
+  const int n = 10000;
+  std::printf("bench_launch_model: a launch costs %.2f us on the calling thread (a model, not a "
+              "GPU)\n", launch_us);
+  for (const bool hold : {false, true}) {
+    model.set_hold(hold);
+    const NDArray x = nd::ones({1, 2}, gpu);
+    NDArray y;
+    for (int i = 0; i < 1000; ++i) y = x + 1.0f;
+    nd::waitall();
+    std::vector<double> step, push, launches;
+    for (int run = 0; run < 5; ++run) {
+      const long l0 = model.launches();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i) y = x + 1.0f;
+      push.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n);
+      nd::waitall();
+      step.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n);
+      launches.push_back(static_cast<double>(model.launches() - l0) / n);
+    }
+    if (y.to_vector() != std::vector<float>{2.0f, 2.0f}) {
+      std::fprintf(stderr, "bench_launch_model: wrong values\n");
+      return 1;
+    }
+    std::printf("  %-22s E5 async step %6.2f us, push %6.2f us, launches per step %.3f\n",
+                hold ? "calls held (batched):" : "each call launched:", median(step), median(push),
+                median(launches));
+  }
+  detail::register_backend(nullptr);
+  return 0;
+}
