@@ -108,8 +108,9 @@ fi
 # default until this step and bench_gpu's gpu_e5_held_* have run on a GPU).
 step gpu_tests_held 120 env ASYNCND_CUDA_BATCH=1 "$bld/asyncnd_tests" "[gpu]" --durations yes
 
-# 2. The figures.
+# 2. The figures; E5's, the open goal (each call launched against held calls), into the summary.
 step bench 300 "$bld/bench_gpu" "$out/gpu.json"
+grep -E "^ +(gpu_e5|gpu_launch|gpu_batching|torch_cuda_e5)" "$out/bench.log" | tee -a "$summary"
 
 # 3. compute-sanitizer, where this machine supports it.
 if command -v compute-sanitizer >/dev/null; then
