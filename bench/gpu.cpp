@@ -24,6 +24,9 @@
 //   gpu_e5_held_*                 the E5 loops again with small calls held and started together
 //                                 (cuda_set_batching(true)); gpu_e5_held_calls_per_launch: calls
 //                                 per batch launched
+//   gpu_e5_push_worker_held_us    the asynchronous loop alone while a host op holds the GPU's
+//                                 engine worker (no kernel launched meanwhile): the frontend's own
+//                                 cost per step
 //   cpu_e5_sync_step_us, cpu_e5_async_step_us   the same E5 loops on the CPU device, same run
 //   gpu_launch_sync_floor_us, gpu_launch_floor_us   the floor of the same loops on this machine:
 //                                 10 000 bare launches of a tiny kernel from one thread, no
@@ -65,6 +68,7 @@
 #endif
 
 #include "bench_util.h"
+#include "e5_loops.h"
 #include "experiments/chapter.h"
 
 using namespace asyncnd;
@@ -176,36 +180,6 @@ void bench_e1(const Device gpu) {
   record("e1_gpu_s", median(fin), "E1 on the GPU: waitall returned");
 }
 
-// E5's two loops on `device`, n steps of y = x + 1 on a [1,2] array after 1000 untimed: microseconds
-// per step, the median of 5 runs, waiting after each step (sync) or once (async), and the
-// asynchronous loop alone before its waitall (push). Throws asyncnd::Error for wrong values.
-struct E5Steps {
-  double sync_us, async_us, push_us;
-};
-E5Steps e5_steps(const Device device, int n) {
-  const NDArray x = nd::ones({1, 2}, device);
-  NDArray y;
-  for (int i = 0; i < 1000; ++i) y = x + 1.0f;  // warm-up
-  nd::waitall();
-  std::vector<double> sync, async, push;
-  for (int run = 0; run < 5; ++run) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      y = x + 1.0f;
-      y.wait_to_read();
-    }
-    sync.push_back(since(t0) / n * 1e6);
-    t0 = Clock::now();
-    for (int i = 0; i < n; ++i) y = x + 1.0f;
-    push.push_back(since(t0) / n * 1e6);
-    nd::waitall();
-    async.push_back(since(t0) / n * 1e6);
-  }
-  if (y.to_vector() != std::vector<float>{2.0f, 2.0f})
-    throw Error("bench_gpu: E5 on " + device.str() + " gave wrong values");
-  return {median(sync), median(async), median(push)};
-}
-
 // E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
 void bench_e5(const Device gpu) {
   const int n = 10000;
@@ -241,6 +215,8 @@ void bench_e5(const Device gpu) {
     throw;
   }
   detail::cuda_set_batching(held_default);
+  record("gpu_e5_push_worker_held_us", e5_push_worker_held(gpu, n),
+         "  the loop alone while a host op holds the GPU worker (no launch meanwhile)");
   // This machine's floor for the same loops: one kernel launch per step, no engine.
   std::vector<double> floor_sync, floor_async;
   for (int run = 0; run < 5; ++run) {

@@ -7,10 +7,10 @@
 // at synchronize; a free while calls are held or running waits for them (stream order).
 //
 // Usage: build/bench_launch_model [launch_us]
-// Prints, for E5's asynchronous loop (10 000 x `y = x + 1` on a [1,2] array, waitall once, after
-// 1000 untimed; the median of 5 runs) launching each call and holding them: the step, the loop
-// alone (push), and launches per step. A model: its figures are not GPU figures, and no file is
-// written.
+// Prints bench_gpu's E5 figures (bench/e5_loops.h: 10 000 x `y = x + 1` on a [1,2] array, waiting
+// each step or once, the loop alone, and the loop alone while a host op holds the worker; medians
+// of 5) launching each call and holding them, with launches per step. A model: its figures are
+// not GPU figures, and no file is written.
 #include <asyncnd/asyncnd.h>
 
 #include <algorithm>
@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
+#include "e5_loops.h"
 #include "kernels/device_map.h"
 
 using namespace asyncnd;
-using Clock = std::chrono::steady_clock;
+using namespace asyncnd_bench;
 
 namespace {
 
@@ -137,11 +138,6 @@ class LaunchModel final : public detail::Backend {
   long launches_ = 0;  // under run_mu_
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,27 +154,14 @@ int main(int argc, char** argv) {
               "GPU)\n", launch_us);
   for (const bool hold : {false, true}) {
     model.set_hold(hold);
-    const NDArray x = nd::ones({1, 2}, gpu);
-    NDArray y;
-    for (int i = 0; i < 1000; ++i) y = x + 1.0f;
-    nd::waitall();
-    std::vector<double> step, push, launches;
-    for (int run = 0; run < 5; ++run) {
-      const long l0 = model.launches();
-      const auto t0 = Clock::now();
-      for (int i = 0; i < n; ++i) y = x + 1.0f;
-      push.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n);
-      nd::waitall();
-      step.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n);
-      launches.push_back(static_cast<double>(model.launches() - l0) / n);
-    }
-    if (y.to_vector() != std::vector<float>{2.0f, 2.0f}) {
-      std::fprintf(stderr, "bench_launch_model: wrong values\n");
-      return 1;
-    }
-    std::printf("  %-22s E5 async step %6.2f us, push %6.2f us, launches per step %.3f\n",
-                hold ? "calls held (batched):" : "each call launched:", median(step), median(push),
-                median(launches));
+    const long l0 = model.launches();
+    const E5Steps e = e5_steps(gpu, n);  // 1000 + 5 x 2 x n steps
+    const double launches = static_cast<double>(model.launches() - l0) / (1000.0 + 10.0 * n);
+    const double held_push = e5_push_worker_held(gpu, n);
+    std::printf("  %-22s E5 step: waiting each %6.2f us, async %6.2f us (push %5.2f us; with the "
+                "worker held %5.2f us); launches per step (both loops) %.3f\n",
+                hold ? "calls held (batched):" : "each call launched:", e.sync_us, e.async_us,
+                e.push_us, held_push, launches);
   }
   detail::register_backend(nullptr);
   return 0;

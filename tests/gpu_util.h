@@ -7,10 +7,12 @@
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "asyncnd/detail/backend.h"
 #include "experiments/chapter.h"
@@ -36,6 +38,35 @@ inline std::uint64_t device_bytes_in_use(asyncnd::Device device) {
     if (d.device == device) return d.bytes_in_use;
   return 0;
 }
+
+// Holds `device`'s engine worker with a host op until release() (or the end of the scope), so that
+// ops pushed meanwhile queue up behind it. The destructor releases it and waits for the op.
+class WorkerHold {
+ public:
+  explicit WorkerHold(asyncnd::Device device) : var_(asyncnd::engine().new_var()) {
+    asyncnd::PushOptions on_device;
+    on_device.device = device;
+    on_device.name = "holds the worker";
+    asyncnd::engine().push([this] { while (!released_.load()) std::this_thread::yield(); }, {},
+                           {var_}, on_device);
+  }
+  ~WorkerHold() {
+    release();
+    try {
+      asyncnd::engine().wait_to_read(var_);  // the op no longer reads released_
+      asyncnd::engine().delete_var(var_);
+    } catch (...) {
+      // the op cannot fail; a test that broke the engine has failed its own checks
+    }
+  }
+  WorkerHold(const WorkerHold&) = delete;
+  WorkerHold& operator=(const WorkerHold&) = delete;
+  void release() { released_ = true; }
+
+ private:
+  std::atomic<bool> released_{false};
+  asyncnd::Var var_;
+};
 
 // The number of real GPUs, at least `needed`; or 0 after printing "SKIPPED: <reason>".
 inline int gpus_or_skip(const char* test, int needed = 1) {

@@ -3,10 +3,8 @@
 // errors from a failing kernel launch, device bytes in the stats and the allocator's cache, the
 // chapter's MLP trained on the GPU, the device-side spans in the profile, and small calls held
 // back and started together (ASYNCND_CUDA_BATCH).
-#include <atomic>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpu_util.h"
@@ -258,16 +256,11 @@ TEST_CASE("cuda: ops queued behind a busy worker start as a few batches", "[gpu]
     const NDArray x = nd::ones({1, 2}, g);
     nd::waitall();
     // A host op on gpu(0)'s worker holds it while 200 of E5's steps queue up behind it.
-    std::atomic<bool> release{false};
-    Var blocker = engine().new_var();
-    PushOptions on_gpu;
-    on_gpu.device = g;
-    on_gpu.name = "blocker";
-    engine().push([&] { while (!release.load()) std::this_thread::yield(); }, {}, {blocker}, on_gpu);
+    WorkerHold hold(g);
     std::vector<NDArray> ys;
     for (int i = 0; i < 200; ++i) ys.push_back(x + static_cast<float>(i));
     const auto before = detail::cuda_held_counts(0);
-    release = true;
+    hold.release();
     nd::waitall();
     const auto after = detail::cuda_held_counts(0);
     CHECK(after.calls - before.calls == 200);
@@ -278,7 +271,6 @@ TEST_CASE("cuda: ops queued behind a busy worker start as a few batches", "[gpu]
       const std::vector<float> v = ys[static_cast<std::size_t>(i)].to_vector();
       REQUIRE(v == std::vector<float>{1.0f + i, 1.0f + i});
     }
-    engine().delete_var(blocker);
   });
 }
 

@@ -3,7 +3,6 @@
 // are there, errors from a launch poison what the op writes, copies between two devices, device
 // bytes in the engine's stats, bad input rejected before anything is queued, the chapter's MLP
 // trained there.
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -166,17 +165,12 @@ TEST_CASE("device path: kernels a backend holds back start without a wait, in or
     const Device g = Device::gpu(0);
     NDArray x = nd::zeros({1000}, g);
     nd::waitall();
-    // An op that keeps gpu(0)'s worker busy, so that the adds queue up behind it: each add but
-    // the last then has ops behind it (more_ops_queued) and is held.
-    std::atomic<bool> release{false};
-    Var blocker = engine().new_var();
-    PushOptions on_gpu;
-    on_gpu.device = g;
-    on_gpu.name = "blocker";
-    engine().push([&] { while (!release.load()) std::this_thread::yield(); }, {}, {blocker}, on_gpu);
+    // gpu(0)'s worker is held while the adds queue up behind it; then it runs them all (each is
+    // held by the backend) and finds no more ops.
+    WorkerHold hold(g);
     for (int i = 0; i < 20; ++i) x += 1.0f;
-    release = true;
-    // Nothing waits: the add that finds nothing behind it starts the held ones, in order.
+    hold.release();
+    // Nothing waits: the worker's flush starts the held adds, in order.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while ((gpu.held() > 0 || gpu.launches() < 21) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -184,6 +178,5 @@ TEST_CASE("device path: kernels a backend holds back start without a wait, in or
     CHECK(gpu.most_held() >= 2);
     const std::vector<float> v = x.to_vector();
     for (float e : v) REQUIRE(e == 20.0f);
-    engine().delete_var(blocker);
   });
 }
