@@ -180,6 +180,15 @@ void bench_e1(const Device gpu) {
   record("e1_gpu_s", median(fin), "E1 on the GPU: waitall returned");
 }
 
+// E5's three figures on the GPU under `prefix` (gpu_e5_ or gpu_e5_held_), `how` in their comments.
+void record_e5(const std::string& prefix, const E5Steps& e, const std::string& how) {
+  const std::string sync = "E5 on the GPU" + how + ", wait_to_read each step, per step";
+  const std::string async = "E5 on the GPU" + how + ", waitall once, per step";
+  record(prefix + "sync_step_us", e.sync_us, sync.c_str());
+  record(prefix + "async_step_us", e.async_us, async.c_str());
+  record(prefix + "push_step_us", e.push_us, "  of which the loop itself (before waitall)");
+}
+
 // E5 on the GPU: the chapter's tiny op, waiting for the GPU after each step or once.
 void bench_e5(const Device gpu) {
   const int n = 10000;
@@ -189,9 +198,7 @@ void bench_e5(const Device gpu) {
   const detail::CudaAllocCounts a0 = detail::cuda_alloc_counts(gpu.id);
   const E5Steps g = e5_steps(gpu, n);
   const detail::CudaAllocCounts a1 = detail::cuda_alloc_counts(gpu.id);
-  record("gpu_e5_sync_step_us", g.sync_us, "E5 on the GPU, wait_to_read each step, per step");
-  record("gpu_e5_async_step_us", g.async_us, "E5 on the GPU, waitall once, per step");
-  record("gpu_e5_push_step_us", g.push_us, "  of which the loop itself (before waitall)");
+  record_e5("gpu_e5_", g, "");
   record("gpu_e5_driver_allocs_per_step",
          static_cast<double>(a1.driver_allocs - a0.driver_allocs) / steps,
          "  cudaMalloc calls per step (allocations the cache could not serve)");
@@ -203,9 +210,7 @@ void bench_e5(const Device gpu) {
     const detail::CudaHeldCounts h0 = detail::cuda_held_counts(gpu.id);
     const E5Steps h = e5_steps(gpu, n);
     const detail::CudaHeldCounts h1 = detail::cuda_held_counts(gpu.id);
-    record("gpu_e5_held_sync_step_us", h.sync_us, "E5, small calls held: wait_to_read each step");
-    record("gpu_e5_held_async_step_us", h.async_us, "E5, small calls held: waitall once");
-    record("gpu_e5_held_push_step_us", h.push_us, "  of which the loop itself (before waitall)");
+    record_e5("gpu_e5_held_", h, ", small calls held");
     record("gpu_e5_held_calls_per_launch",
            static_cast<double>(h1.calls - h0.calls) /
                static_cast<double>(h1.batches > h0.batches ? h1.batches - h0.batches : 1),
