@@ -12,11 +12,12 @@
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist_mlp.cpp)
-#   make bench          benchmarks -> bench/results/native.json, wasm.json, dist.json, browser.json (and gpu.json
-#                       with a GPU);
+#   make bench          benchmarks -> bench/results/native.json, e1_threads.json, wasm.json, dist.json,
+#                       browser.json (and gpu.json with a GPU);
 #                       installs the PyTorch peer (python3-torch) first: make bench-setup
 #   make gpu-check      on a machine with an NVIDIA GPU: tools/gpu-check.sh (build with CUDA, the
-#                       [gpu] tests, bench_gpu, compute-sanitizer, ctest, demo; logs in build-gpu/check)
+#                       [gpu] tests, bench_gpu, compute-sanitizer, ctest, demo, E1 against the thread
+#                       counts; logs in build-gpu/check)
 #   make clean          removes the build trees, wasm/dist and web/vendor (not node_modules)
 
 SHELL := /bin/bash
@@ -167,6 +168,8 @@ gpu-check:
 
 bench: build bench-setup
 	./build/bench_native
+	@# E1 against the engine's and BLAS's thread counts (telling on machines with many cores).
+	./build/bench_e1_threads bench/results/e1_threads.json
 	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.
 	./build/bench_gpu
 	$(MAKE) --no-print-directory bench-dist

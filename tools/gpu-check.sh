@@ -9,6 +9,8 @@
 #      the one that makes CUDA calls fail on purpose, [api_errors], which the tool would report),
 #   4. the whole ctest suite (the gpu_* entries must pass, not skip),
 #   5. make demo's program (examples/cpp/chapter.cpp), E7 included,
+#   6. bench_e1_threads (E1 against the engine's and BLAS's thread counts: this is the many-core
+#      machine we have; OUTDIR/e1_threads.json and its trace),
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -132,6 +134,10 @@ fi
 
 # 5. make demo's program, E7 (CPU vs GPU) included.
 step demo 240 "$bld/example_chapter"
+
+# 6. The CPU side of this many-core machine: E1 against the thread counts (bench/e1_threads.cpp).
+step cpu_e1_threads 120 "$bld/bench_e1_threads" "$out/e1_threads.json"
+grep -v -E "^$|^wrote" "$out/cpu_e1_threads.log" | tee -a "$summary"
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status
