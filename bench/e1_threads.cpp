@@ -1,27 +1,29 @@
 // bench_e1_threads [out.json]: the chapter's E1 (10 x random_normal 1000x1000, then its product
 // with itself) against the thread counts, for machines with many cores.
 //
-// Why: on our 2-vCPU machines E1 on the engine takes about as long as the synchronous loop, but on
-// a 16-vCPU Intel Xeon (15 engine workers, OpenBLAS with 16 threads) make demo's E1 took
-// 2.2-2.5x as long on the engine as waiting after every op. One suspect is oversubscription: the
-// engine runs the nine independent random_normals (split across idle workers) while a GEMM holds
-// every core with OpenBLAS's threads, and OpenBLAS's statically split, barrier-synchronised GEMM
-// slows down as a whole when one of its threads loses its core. This program gathers what tells
-// that apart from other causes, in one run of a few seconds:
+// Why: on a 16-vCPU Intel Xeon (15 engine workers, OpenBLAS with 16 threads) make demo's E1 took
+// 2.2-2.5x as long on the engine as waiting after every op; on our 2-vCPU machines the two are
+// alike. Candidates: (a) the demo timed the engine loop's first run, whose twenty outputs, all
+// alive at once, were fresh memory (page faults; found on a Zen 4, where it costs about 25 ms:
+// bench/README.md); (b) oversubscription: the engine runs the nine independent random_normals
+// (split across idle workers) while a GEMM holds every core with OpenBLAS's threads, and
+// OpenBLAS's statically split GEMM slows down as a whole when one of its threads loses its core;
+// (c) OpenBLAS's threads polling for work after a GEMM, taking cores from the ops that follow.
+// This program gathers what tells them apart, in one run of a few seconds:
 //   1. E1 synchronous and on the engine with 1, 2, 4, ... CPU workers, the default number (one
 //      per hardware thread but one) and one per hardware thread (configure_engine), medians of
-//      five;
+//      five, and the first run of each on the workers just started (candidate a);
 //   2. one profiled run of each loop with the default workers: the mean time of a dot and of a
 //      random_normal, and how many other ops ran beside the dots on average (a dot that takes
-//      longer on the engine than in the synchronous loop, with ops beside it, is the suspect);
-//   3. a random_normal alone and right after a GEMM (OpenBLAS's threads poll for more work for a
-//      while after each GEMM, and take cores from the ops that follow);
+//      longer on the engine than in the synchronous loop, with ops beside it: candidate b);
+//   3. a random_normal alone and right after a GEMM (candidate c);
 //   4. E1 in child processes with one setting changed: fewer BLAS threads (ASYNCND_BLAS_THREADS,
 //      half the hardware threads and 1) and OpenBLAS's polling cut short
 //      (OPENBLAS_THREAD_TIMEOUT=4), each where the user has not set it.
 // With out.json it writes the figures there (flat keys, "e1t_..."), and the engine run's trace
 // beside it (e1_threads_trace.json, for Perfetto). tools/gpu-check.sh runs it on the GPU machine,
-// the many-core machine we have. bench/README.md, "E1 and the thread counts", has the results.
+// the many-core machine we have. bench/README.md, "E1's first run, and the thread counts", has
+// the results.
 #include <asyncnd/asyncnd.h>
 
 #include <algorithm>
@@ -51,10 +53,12 @@ std::vector<std::pair<std::string, double>> g_figures;
 void record(const std::string& key, double v) { g_figures.emplace_back(key, v); }
 
 struct E1Times {
-  double sync_s, engine_s;
+  double sync_s, engine_s;              // medians
+  double first_sync_s, first_engine_s;  // the first run of each, as make demo's E1 runs once
 };
 
-// Medians of kReps runs of each loop, alternated, after one warm-up product.
+// kReps runs of each loop, alternated, after one warm-up product, on workers just started (the
+// first run is the demo's case: a worker may run its first GEMM there).
 E1Times e1_medians() {
   chapter::E1Config cfg;
   nd::dot(nd::random_normal({cfg.n, cfg.n}), nd::random_normal({cfg.n, cfg.n})).wait_to_read();
@@ -65,7 +69,7 @@ E1Times e1_medians() {
     sync.push_back(chapter::seconds_since(t0));
     eng.push_back(chapter::e1_async(cfg.iters, cfg.n).finished_s);
   }
-  return {median(sync), median(eng)};
+  return {median(sync), median(eng), sync[0], eng[0]};
 }
 
 struct ProfileSummary {
@@ -173,13 +177,15 @@ int main(int argc, char** argv) {
   try {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     const int deflt = engine().num_workers(Device::cpu());  // as configured by the environment
-    if (child) {  // one line per worker count for the parent: the default, and 1
+    if (child) {  // four lines per worker count for the parent: the default, and 1
       for (int w : {deflt, 1}) {
         EngineOptions o = EngineOptions::from_env();
         o.cpu_workers = w;
         configure_engine(o);
         const E1Times t = e1_medians();
-        std::printf("e1t_w%d_sync_s %.5f\ne1t_w%d_engine_s %.5f\n", w, t.sync_s, w, t.engine_s);
+        std::printf("e1t_w%d_sync_s %.5f\ne1t_w%d_engine_s %.5f\ne1t_w%d_first_sync_s %.5f\n"
+                    "e1t_w%d_first_engine_s %.5f\n",
+                    w, t.sync_s, w, t.engine_s, w, t.first_sync_s, w, t.first_engine_s);
         if (deflt == 1) break;
       }
       return 0;
@@ -198,16 +204,21 @@ int main(int argc, char** argv) {
     for (int w = 1; w < deflt; w *= 2) counts.push_back(w);
     counts.push_back(deflt);
     if (cores > deflt) counts.push_back(cores);  // a worker per hardware thread, frontend beside
-    std::printf("\nE1, medians of %d (s):\n  %-8s %10s %10s %14s\n", kReps, "workers", "sync",
-                "engine", "engine/sync");
+    std::printf("\nE1, medians of %d, and the first run on fresh workers (s):\n  %-8s %10s %10s "
+                "%14s %12s %12s\n",
+                kReps, "workers", "sync", "engine", "engine/sync", "first sync", "first engine");
     for (int w : counts) {
       EngineOptions o = EngineOptions::from_env();
       o.cpu_workers = w;
       configure_engine(o);
       const E1Times t = e1_medians();
-      std::printf("  %-8d %10.4f %10.4f %14.2f\n", w, t.sync_s, t.engine_s, t.engine_s / t.sync_s);
-      record("e1t_w" + std::to_string(w) + "_sync_s", t.sync_s);
-      record("e1t_w" + std::to_string(w) + "_engine_s", t.engine_s);
+      std::printf("  %-8d %10.4f %10.4f %14.2f %12.4f %12.4f\n", w, t.sync_s, t.engine_s,
+                  t.engine_s / t.sync_s, t.first_sync_s, t.first_engine_s);
+      const std::string k = "e1t_w" + std::to_string(w);
+      record(k + "_sync_s", t.sync_s);
+      record(k + "_engine_s", t.engine_s);
+      record(k + "_first_sync_s", t.first_sync_s);
+      record(k + "_first_engine_s", t.first_engine_s);
     }
 
     // 2. Where the time goes with the default workers.
@@ -239,27 +250,27 @@ int main(int argc, char** argv) {
     if (!user_timeout && detail::cpu_blas_corename() != "portable")
       variants.push_back({"timeout4", "OPENBLAS_THREAD_TIMEOUT=4"});
     if (!variants.empty())
-      std::printf("\nOne setting changed (child processes), medians of %d (s):\n  %-30s %-8s "
-                  "%10s %10s %14s\n",
-                  kReps, "setting", "workers", "sync", "engine", "engine/sync");
+      std::printf("\nOne setting changed (child processes), medians of %d and first runs (s):\n"
+                  "  %-30s %-8s %10s %10s %14s %12s %12s\n",
+                  kReps, "setting", "workers", "sync", "engine", "engine/sync", "first sync",
+                  "first engine");
     int status = 0;  // 1 when a child failed: its figures are missing
     for (const auto& [key, env] : variants) {
       const std::string cmd = env + " '" + std::string(argv[0]) + "' --child 2>&1";
       const asyncnd_bench::PeerRun r = asyncnd_bench::run_peer(cmd, "e1t_");
-      if (r.status != 0 || r.figures.size() < 2) {
+      if (r.status != 0 || r.figures.size() < 4 || r.figures.size() % 4 != 0) {
         std::printf("  %s: the child failed (status %d): %s\n", env.c_str(), r.status,
                     r.output.c_str());
         status = 1;
         continue;
       }
-      for (std::size_t i = 0; i + 1 < r.figures.size(); i += 2) {
+      for (std::size_t i = 0; i < r.figures.size(); i += 4) {  // the child's four lines per count
         const int w = std::atoi(r.figures[i].first.c_str() + 5);  // "e1t_w<N>_sync_s"
         const double sync_s = r.figures[i].second, engine_s = r.figures[i + 1].second;
-        std::printf("  %-30s %-8d %10.4f %10.4f %14.2f\n", env.c_str(), w, sync_s, engine_s,
-                    engine_s / sync_s);
-        const std::string k = "e1t_" + key + "_w" + std::to_string(w);
-        record(k + "_sync_s", sync_s);
-        record(k + "_engine_s", engine_s);
+        std::printf("  %-30s %-8d %10.4f %10.4f %14.2f %12.4f %12.4f\n", env.c_str(), w, sync_s,
+                    engine_s, engine_s / sync_s, r.figures[i + 2].second, r.figures[i + 3].second);
+        for (std::size_t j = i; j < i + 4; ++j)  // e1t_w<N>_... -> e1t_<key>_w<N>_...
+          record("e1t_" + key + "_" + r.figures[j].first.substr(4), r.figures[j].second);
       }
     }
 

@@ -16,7 +16,8 @@
 using namespace asyncnd;
 using namespace asyncnd_test;
 
-TEST_CASE("E1: the loop returns before waitall, and the naive run leaves the engine as it was",
+TEST_CASE("E1: the loop returns before waitall, each loop's peak holds a product, and the naive run "
+          "leaves the engine as it was",
           "[experiments]") {
   leak_checked([] {
     const EngineKind kind = engine().kind();
@@ -27,6 +28,10 @@ TEST_CASE("E1: the loop returns before waitall, and the naive run leaves the eng
     CHECK(r.sync_s > 0);
     CHECK(r.naive_s > 0);
     CHECK(r.engine.returned_s <= r.engine.finished_s);
+    CHECK(r.engine_first.returned_s <= r.engine_first.finished_s);
+    // Each loop held at least one product's two 64x64 arrays at some point (16 KiB each).
+    CHECK(r.sync_peak_mb >= 2 * 64 * 64 * 4 / 1e6);
+    CHECK(r.engine_peak_mb >= 2 * 64 * 64 * 4 / 1e6);
     CHECK(engine().kind() == kind);
   });
 }
