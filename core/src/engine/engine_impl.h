@@ -173,6 +173,9 @@ struct ParallelJob {
   std::atomic<std::int64_t> done{0};
   std::int64_t n = 0, chunk = 0, nchunks = 0;
   const std::function<void(std::int64_t, std::int64_t)>* fn = nullptr;
+  // The pool's count of jobs with chunks left (DevicePool::njobs_): whoever claims the last chunk
+  // takes this job out of it.
+  std::atomic<int>* open = nullptr;
   SpinLock error_lock;
   std::exception_ptr error;  // the first chunk's exception
   // The caller sleeps here (wasm only) while helpers finish their last chunks; whoever finishes
@@ -198,6 +201,8 @@ class DevicePool {
 
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
+  // parallel_for jobs with chunks not yet claimed (njobs_), for tests.
+  int open_jobs() const { return njobs_.load(std::memory_order_seq_cst); }
 
  private:
   // A run of ops taken from the FIFO at once (paced pools only), in push order.
@@ -230,6 +235,10 @@ class DevicePool {
   OprBlock* fifo_tail_ = nullptr;
   int fifo_n_ = 0;                 // ops in the FIFO (queued_ counts the heap's too)
   std::atomic<int> queued_{0};
+  // parallel_for jobs with chunks not yet claimed. Idle workers spin or wake for these only: a
+  // job whose chunks are all claimed needs no helper, and a helper spinning on it would take the
+  // core of the thread that runs its last chunk (bench/README.md, "E1's first run, and the
+  // thread counts").
   std::atomic<int> njobs_{0};
   // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
   // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
@@ -320,6 +329,8 @@ class EngineImpl {
 
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
+  // The CPU pool's parallel_for jobs with chunks not yet claimed (DevicePool::open_jobs), for tests.
+  int cpu_open_jobs() const { return cpu_pool_ ? cpu_pool_->open_jobs() : 0; }
 
   // Called by workers.
   void run_op(OprBlock* op, int worker);

@@ -266,6 +266,8 @@ void run_chunks(ParallelJob* job) {
   for (;;) {
     const std::int64_t c = job->next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job->nchunks) return;
+    // The last chunk claimed: the job has nothing left for idle workers (DevicePool::njobs_).
+    if (c == job->nchunks - 1) job->open->fetch_sub(1, std::memory_order_seq_cst);
     const std::int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
     try {
       (*job->fn)(b, e);
@@ -319,21 +321,23 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
   job->chunk = (n + nchunks - 1) / nchunks;
   job->nchunks = (n + job->chunk - 1) / job->chunk;
   job->fn = &fn;
+  job->open = &njobs_;
+  // Counted before any thread can claim a chunk (helpers find it in jobs_, after this), so the
+  // last claim's decrement never comes first.
+  njobs_.fetch_add(1, std::memory_order_seq_cst);
   {
     std::lock_guard<SpinLock> lk(jobs_lock_);
     jobs_.push_back(job);
   }
-  njobs_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(park_mu_);
     park_cv_.notify_all();
   }
   run_chunks(job);
-  {
+  {  // every chunk is claimed now (njobs_ no longer counts it)
     std::lock_guard<SpinLock> lk(jobs_lock_);
     jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
   }
-  njobs_.fetch_sub(1, std::memory_order_relaxed);
   // Chunks taken by helpers may still run: fn lives on our caller's stack until they are done.
   auto all_done = [job] { return job->done.load(std::memory_order_seq_cst) >= job->nchunks; };
 #if defined(__EMSCRIPTEN__)
