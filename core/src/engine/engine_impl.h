@@ -173,9 +173,6 @@ struct ParallelJob {
   std::atomic<std::int64_t> done{0};
   std::int64_t n = 0, chunk = 0, nchunks = 0;
   const std::function<void(std::int64_t, std::int64_t)>* fn = nullptr;
-  // The pool's count of jobs with chunks left (DevicePool::njobs_): whoever claims the last chunk
-  // takes this job out of it.
-  std::atomic<int>* open = nullptr;
   SpinLock error_lock;
   std::exception_ptr error;  // the first chunk's exception
   // The caller sleeps here (wasm only) while helpers finish their last chunks; whoever finishes

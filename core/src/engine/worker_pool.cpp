@@ -261,13 +261,15 @@ void DevicePool::worker_main(int index) {
 // parallel_for
 
 namespace {
-void run_chunks(ParallelJob* job) {
+// Runs chunks of job until none is left to claim; `open` is the pool's count of jobs with chunks
+// left (DevicePool::njobs_).
+void run_chunks(ParallelJob* job, std::atomic<int>& open) {
   tls_worker.ran_chunks = true;
   for (;;) {
     const std::int64_t c = job->next.fetch_add(1, std::memory_order_relaxed);
     if (c >= job->nchunks) return;
     // The last chunk claimed: the job has nothing left for idle workers (DevicePool::njobs_).
-    if (c == job->nchunks - 1) job->open->fetch_sub(1, std::memory_order_seq_cst);
+    if (c == job->nchunks - 1) open.fetch_sub(1, std::memory_order_seq_cst);
     const std::int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
     try {
       (*job->fn)(b, e);
@@ -302,7 +304,7 @@ bool DevicePool::help_job() {
     }
   }
   if (!job) return false;
-  run_chunks(job);
+  run_chunks(job, njobs_);
   unref(job);
   return true;
 }
@@ -321,7 +323,6 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
   job->chunk = (n + nchunks - 1) / nchunks;
   job->nchunks = (n + job->chunk - 1) / job->chunk;
   job->fn = &fn;
-  job->open = &njobs_;
   // Counted before any thread can claim a chunk (helpers find it in jobs_, after this), so the
   // last claim's decrement never comes first.
   njobs_.fetch_add(1, std::memory_order_seq_cst);
@@ -333,7 +334,7 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
     std::lock_guard<std::mutex> lk(park_mu_);
     park_cv_.notify_all();
   }
-  run_chunks(job);
+  run_chunks(job, njobs_);
   {  // every chunk is claimed now (njobs_ no longer counts it)
     std::lock_guard<SpinLock> lk(jobs_lock_);
     jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
