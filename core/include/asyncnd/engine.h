@@ -4,6 +4,7 @@
 // engine promises", sums it up.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,11 +39,22 @@ using OpFunction = detail::OpFunction;
 class Var {
  public:
   Var() = default;
-  Var(const Var& other);
+  Var(const Var& other) noexcept;
   Var(Var&& other) noexcept : p_(other.p_) { other.p_ = nullptr; }
-  Var& operator=(const Var& other);
-  Var& operator=(Var&& other) noexcept;
-  ~Var();
+  Var& operator=(const Var& other) noexcept;
+  Var& operator=(Var&& other) noexcept {
+    if (this != &other) {
+      detail::VarBlock* old = p_;
+      p_ = other.p_;
+      other.p_ = nullptr;
+      if (old) release(old);
+    }
+    return *this;
+  }
+  // Inline, so that a moved-from handle (most of those an op's push destroys) costs no call.
+  ~Var() {
+    if (p_) release(p_);
+  }
 
   bool valid() const { return p_ != nullptr; }
   explicit operator bool() const { return valid(); }
@@ -57,6 +69,10 @@ class Var {
  private:
   friend class detail::EngineImpl;
   explicit Var(detail::VarBlock* p) : p_(p) {}  // adopts one reference
+  // Drops one reference; the last one frees the variable once its queued ops are done. noexcept:
+  // handles are dropped in destructors. (In WebAssembly with JS-based exceptions, a call that may
+  // throw, made where locals need destroying, goes through a JavaScript trampoline.)
+  static void release(detail::VarBlock* p) noexcept;
   detail::VarBlock* p_ = nullptr;
 };
 
@@ -332,9 +348,17 @@ class Engine {
   std::unique_ptr<detail::EngineImpl> impl_;
 };
 
+namespace detail {
+extern std::atomic<Engine*> g_engine;  // the process-wide engine once made, else null
+Engine& make_engine();                 // makes it (once, thread-safe); throws on a bad setting
+}  // namespace detail
+
 // The process-wide engine, made on first use with EngineOptions::from_env(); never destroyed
-// before exit.
-Engine& engine();
+// before exit. Inline, and a plain load once made: every op's push asks for it.
+inline Engine& engine() {
+  Engine* e = detail::g_engine.load(std::memory_order_acquire);
+  return e != nullptr ? *e : detail::make_engine();
+}
 
 // Replaces the process-wide engine's kind and worker count: waits for all work first, then
 // restarts the workers. Variables and arrays stay valid. Call it from one thread while no other

@@ -48,7 +48,7 @@ class NDArray {
   bool defined() const { return chunk_ != nullptr; }
   const Shape& shape() const { return shape_; }
   std::int64_t ndim() const { return static_cast<std::int64_t>(shape_.size()); }
-  std::int64_t size() const;  // number of elements
+  std::int64_t size() const noexcept;  // number of elements
   Device device() const;
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * sizeof(float); }
   // The engine variable that orders this array's reads and writes.

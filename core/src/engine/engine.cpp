@@ -19,27 +19,18 @@ bool on_engine_worker();
 // ---------------------------------------------------------------------------------------------
 // Var
 
-Var::Var(const Var& other) : p_(other.p_) {
+Var::Var(const Var& other) noexcept : p_(other.p_) {
   if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-Var& Var::operator=(const Var& other) {
+Var& Var::operator=(const Var& other) noexcept {
   if (other.p_) other.p_->refs.fetch_add(1, std::memory_order_relaxed);
   detail::EngineImpl::release_var(p_);
   p_ = other.p_;
   return *this;
 }
 
-Var& Var::operator=(Var&& other) noexcept {
-  if (this != &other) {
-    detail::EngineImpl::release_var(p_);
-    p_ = other.p_;
-    other.p_ = nullptr;
-  }
-  return *this;
-}
-
-Var::~Var() { detail::EngineImpl::release_var(p_); }
+void Var::release(detail::VarBlock* p) noexcept { detail::EngineImpl::release_var(p); }
 
 std::uint64_t Var::id() const { return p_ ? p_->id : 0; }
 bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acquire); }
@@ -206,11 +197,16 @@ void Engine::parallel_for(std::int64_t n, std::int64_t grain,
 }
 bool Engine::on_worker_thread() { return detail::on_engine_worker(); }
 
-Engine& engine() {
+namespace detail {
+std::atomic<Engine*> g_engine{nullptr};
+
+Engine& make_engine() {
   // Never destroyed: arrays held in static storage may still be freed during exit.
   static Engine* e = new Engine(EngineOptions::from_env());
+  g_engine.store(e, std::memory_order_release);
   return *e;
 }
+}  // namespace detail
 
 void configure_engine(EngineOptions options) {
   detail::EngineAccess::impl(engine()).reconfigure(options);

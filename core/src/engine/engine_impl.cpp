@@ -1,6 +1,7 @@
 // The engine's scheduling core: push, grants along variable queues, completion, waits, deletion,
 // errors and backpressure. Worker pools are in worker_pool.cpp, the profiler in profiler.cpp.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -114,6 +115,15 @@ DevicePool& EngineImpl::pool_for(Device device) {
   return *other_pools_.back();
 }
 
+DevicePool& EngineImpl::pool_of(Device device) noexcept {
+  if (device.is_cpu()) return *cpu_pool_;
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  for (auto& p : other_pools_) {
+    if (p->device() == device) return *p;
+  }
+  std::abort();  // invariant: push made it (pool_for)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Variables
 
@@ -129,7 +139,7 @@ Var EngineImpl::new_var() {
   return Var(v);
 }
 
-void EngineImpl::destroy_var(VarBlock* v) {
+void EngineImpl::destroy_var(VarBlock* v) noexcept {
   g_vars_destroyed.fetch_add(1, std::memory_order_release);
   v->owner = nullptr;
   v->deleted.store(false, std::memory_order_relaxed);
@@ -145,7 +155,7 @@ void EngineImpl::destroy_var(VarBlock* v) {
   Recycler<VarBlock>::put(v);
 }
 
-void EngineImpl::release_var(VarBlock* v) {
+void EngineImpl::release_var(VarBlock* v) noexcept {
   if (v && v->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     bool idle;
     ReadyList ready;
@@ -265,7 +275,10 @@ void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const
       }
     }
   }
-  if (!opts.device.is_cpu() || opts.device.id != 0) backend_for(opts.device, name);
+  if (!opts.device.is_cpu() || opts.device.id != 0) {
+    backend_for(opts.device, name);
+    pool_for(opts.device);  // made here, where it may throw, not in dispatch (noexcept)
+  }
   if (!fn) throw Error(std::string(name) + ": empty function");
 
   // Ops hold no references: a variable lives while a handle or a queued access names it (see
@@ -403,7 +416,7 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
 
 // Caller holds a->var->lock. Poison is captured at grant time, so whether an op is skipped
 // depends only on push order, not on when a concurrent wait clears the variable's error.
-void EngineImpl::capture_poison(Access* a) {
+void EngineImpl::capture_poison(Access* a) noexcept {
   OprBlock* op = a->op;
   if (a->var->has_error.load(std::memory_order_acquire) && op->kind == OpKind::kNormal) {
     std::lock_guard<std::mutex> lk(err_mu_);
@@ -412,7 +425,7 @@ void EngineImpl::capture_poison(Access* a) {
 }
 
 // Caller holds a->var->lock.
-void EngineImpl::grant(Access* a, ReadyList& ready) {
+void EngineImpl::grant(Access* a, ReadyList& ready) noexcept {
   capture_poison(a);
   if (a->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(a->op);
 }
@@ -420,7 +433,7 @@ void EngineImpl::grant(Access* a, ReadyList& ready) {
 // Completes one access of a finished op: the variable grants what it can to its queued ops
 // (collected in `ready`), and a deletion waiting for the variable to go idle runs, before this
 // op counts as finished, so memory is back when waitall returns.
-void EngineImpl::complete_access(VarBlock* v, ReadyList& ready) {
+void EngineImpl::complete_access(VarBlock* v, ReadyList& ready) noexcept {
   // Counted on the variable's second line, unless something waits for the running accesses to
   // end (kAttention). Once the count is raised, v is not touched again: it may be freed.
   std::uint64_t w = v->done.load(std::memory_order_relaxed);
@@ -440,7 +453,7 @@ void EngineImpl::complete_access(VarBlock* v, ReadyList& ready) {
   after_settle(v, settled);
 }
 
-void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) {
+void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) noexcept {
   for (;;) {
     if (v->head == nullptr && !v->orphaned && !v->delete_pending) break;  // nothing waits
     if (v->issued != v->done_seen) {
@@ -493,13 +506,13 @@ void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) {
   }
 }
 
-void EngineImpl::after_settle(VarBlock* v, Settled& s) {
+void EngineImpl::after_settle(VarBlock* v, Settled& s) noexcept {
   run_deleter(s.deleter);
   if (s.deleted_bytes) release_inflight(s.deleted_bytes);
   if (s.destroy) destroy_var(v);
 }
 
-void EngineImpl::release_inflight(std::size_t bytes) {
+void EngineImpl::release_inflight(std::size_t bytes) noexcept {
   // The caller (finish, run_wait) wakes the waiters afterwards.
   finished_bytes_.fetch_add(bytes, std::memory_order_release);
 }
@@ -523,10 +536,10 @@ void EngineImpl::notify_done_waiters() {
   done_cv_.notify_all();
 }
 
-void EngineImpl::dispatch(OprBlock* op, bool urgent) {
+void EngineImpl::dispatch(OprBlock* op, bool urgent) noexcept {
   switch (op->kind) {
     case OpKind::kWait: run_wait(op); break;
-    case OpKind::kNormal: pool_for(op->device).enqueue(op, urgent); break;
+    case OpKind::kNormal: pool_of(op->device).enqueue(op, urgent); break;
   }
 }
 
@@ -537,7 +550,7 @@ void EngineImpl::hurry_workers() {
   for (auto& p : other_pools_) p->hurry();
 }
 
-void EngineImpl::dispatch_all(ReadyList& ready) {
+void EngineImpl::dispatch_all(ReadyList& ready) noexcept {
   ready.for_each([this](OprBlock* op) { dispatch(op); });
 }
 
@@ -805,6 +818,20 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes, bo
   if (v->deleted.exchange(true, std::memory_order_acq_rel)) {
     throw Error("delete_var: variable " + std::to_string(v->id) + " was already deleted");
   }
+  delete_marked(std::move(var), std::move(on_delete), bytes, may_defer);
+}
+
+bool EngineImpl::delete_array_var(Var var, OpFunction on_delete, std::size_t bytes) noexcept {
+  VarBlock* v = peek(var);
+  // invariant: an array's variable is this engine's (Chunk makes it with engine().new_var()).
+  if (v == nullptr || v->deleted.exchange(true, std::memory_order_acq_rel)) return false;
+  delete_marked(std::move(var), std::move(on_delete), bytes, /*may_defer=*/true);
+  return true;
+}
+
+void EngineImpl::delete_marked(Var var, OpFunction on_delete, std::size_t bytes,
+                               bool may_defer) noexcept {
+  VarBlock* v = peek(var);
   // Deletion is not an op: on_delete waits on the variable itself and runs when its last queued
   // access completes, so it takes no queue slot and no hand-off. No new access can arrive:
   // pushing a deleted variable throws.
@@ -827,7 +854,7 @@ void EngineImpl::delete_var(Var var, OpFunction on_delete, std::size_t bytes, bo
 }
 
 // The deletion waits on the variable: the access that completes last runs it (settle).
-void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes) {
+void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes) noexcept {
   VarBlock* v = peek(var);
   Settled settled;
   ReadyList ready;  // stays empty: nothing is queued behind a deletion
@@ -857,7 +884,7 @@ void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t byt
 // Waiting on the variable instead cost two line transfers more per op (the pusher's kAttention on
 // the worker's line, the worker's lock on the pusher's), and asking at once one exposed transfer
 // (bench/README.md, "E5 on the Zen 4").
-void EngineImpl::defer_delete(Var var, OpFunction on_delete) {
+void EngineImpl::defer_delete(Var var, OpFunction on_delete) noexcept {
   DeferredDelete oldest;
   {
     std::lock_guard<SpinLock> lk(deferred_lock_);
@@ -878,7 +905,7 @@ void EngineImpl::defer_delete(Var var, OpFunction on_delete) {
   if (oldest.var) retire_deferred(oldest);
 }
 
-void EngineImpl::retire_deferred(DeferredDelete& d) {
+void EngineImpl::retire_deferred(DeferredDelete& d) noexcept {
   VarBlock* v = peek(d.var);
   bool now;
   {
@@ -893,7 +920,7 @@ void EngineImpl::retire_deferred(DeferredDelete& d) {
   }
 }
 
-void EngineImpl::retire_all_deferred() {
+void EngineImpl::retire_all_deferred() noexcept {
   DeferredDelete batch[kDeferred];
   int n = 0;
   {
@@ -906,7 +933,7 @@ void EngineImpl::retire_all_deferred() {
   for (int i = 0; i < n; ++i) retire_deferred(batch[i]);
 }
 
-void EngineImpl::run_deleter(OpFunction& on_delete) {
+void EngineImpl::run_deleter(OpFunction& on_delete) noexcept {
   if (!on_delete) return;
   try {
     on_delete();

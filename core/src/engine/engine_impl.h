@@ -190,7 +190,7 @@ class DevicePool {
   // Without `urgent`, a paced pool's idle worker finds op at its next look; with it (an op that a
   // completion made ready, a push from a thread that waits after its pushes), and for a priority
   // op, it looks now (hurry).
-  void enqueue(OprBlock* op, bool urgent);
+  void enqueue(OprBlock* op, bool urgent) noexcept;
   // A thread is about to wait for ops: the idle worker of a paced pool looks at the queue now.
   void hurry();
   int size() const { return static_cast<int>(threads_.size()); }
@@ -212,11 +212,11 @@ class DevicePool {
   OprBlock* try_pop(Run& run);  // the next op; a paced pool may also hand the FIFO's rest to run
   void give_back(Run& run);     // puts a run's unstarted ops back at the FIFO's head
   bool spin_paced();            // an idle paced worker: true once has_work()
-  void poke_worker();           // changes hurry_
+  void poke_worker() noexcept;  // changes hurry_
   bool has_work() const;     // a hint, without locks
   bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
-  void wake_one();
+  void wake_one() noexcept;
 
   EngineImpl* engine_;
   Device device_;
@@ -305,6 +305,10 @@ class EngineImpl {
   // defer_delete), which later deletions and waitall empty: on_delete then runs later than the
   // variable's last op, so only a caller that waits for nothing from it may ask for that.
   void delete_var(Var v, OpFunction on_delete, std::size_t bytes, bool may_defer = false);
+  // The same for an array's own variable, from Chunk's destructor, with may_defer: never throws.
+  // False, and nothing done, when v was already deleted (Engine::delete_var on an array's var()
+  // by hand; its storage then stays allocated, as no deletion of it can be proved safe).
+  bool delete_array_var(Var v, OpFunction on_delete, std::size_t bytes) noexcept;
   static constexpr int kDeferred = 16;
   static constexpr std::size_t kDeferMaxBytes = std::size_t(64) << 10;
   void set_max_inflight(std::size_t ops, std::size_t bytes,
@@ -332,14 +336,22 @@ class EngineImpl {
   // Called by workers.
   void run_op(OprBlock* op, int worker);
 
-  static void release_var(VarBlock* v);
-  static void destroy_var(VarBlock* v);
+  // The engine's bookkeeping from here to dispatch is noexcept: it runs in destructors (a Var's)
+  // and on workers, where nothing could be thrown to; an allocation failure inside it (a
+  // ReadyList of more than 8 ops, a priority queue's growth) ends the process, which is what a
+  // throw from a destructor did before, and no half-made grant is left behind. It also keeps
+  // these calls direct in WebAssembly, where a call that may throw, made where locals must be
+  // destroyed, goes through a JavaScript trampoline (bench/README.md, "WebAssembly: calls that
+  // may throw").
+  static void release_var(VarBlock* v) noexcept;
+  static void destroy_var(VarBlock* v) noexcept;
 
  private:
   friend class DevicePool;
   static VarBlock* peek(const Var& v) { return v.p_; }
   void check_var(const VarBlock* v, const char* op, const char* role) const;
-  DevicePool& pool_for(Device device);
+  DevicePool& pool_for(Device device);  // makes a device's pool on its first op; may throw
+  DevicePool& pool_of(Device device) noexcept;  // a pool pool_for made
   void backpressure(std::size_t bytes);
 
   OprBlock* new_op(int nacc);
@@ -347,9 +359,9 @@ class EngineImpl {
   void free_op(OprBlock* op);
   // Appends op's accesses to its variables' queues; dispatches it if all were granted.
   void enqueue_accesses(OprBlock* op);
-  void grant(Access* a, ReadyList& ready);
-  void capture_poison(Access* a);
-  void complete_access(VarBlock* v, ReadyList& ready);
+  void grant(Access* a, ReadyList& ready) noexcept;
+  void capture_poison(Access* a) noexcept;
+  void complete_access(VarBlock* v, ReadyList& ready) noexcept;
   // What a variable does when its running accesses end, or arranges for the last of them to do
   // (VarBlock): grants queued accesses that may run, takes a pending deletion's on_delete, and
   // says whether an orphaned variable is left idle (the caller frees it after unlocking). Caller
@@ -359,30 +371,33 @@ class EngineImpl {
     std::size_t deleted_bytes = 0;
     bool destroy = false;
   };
-  void settle(VarBlock* v, ReadyList& ready, Settled& out);
+  void settle(VarBlock* v, ReadyList& ready, Settled& out) noexcept;
   // Caller holds v->lock. Exact answers, reading the second line only when the first cannot tell.
   static bool idle_now(VarBlock* v);           // no access runs or waits
   static bool write_running_now(VarBlock* v);  // a write runs
-  void after_settle(VarBlock* v, Settled& s);  // runs the deleter, frees v; v->lock released
+  void after_settle(VarBlock* v, Settled& s) noexcept;  // runs the deleter, frees v; unlocked
   void submit(OprBlock* op, int priority);  // counts and queues a validated op
-  void dispatch(OprBlock* op, bool urgent = true);  // urgent: see DevicePool::enqueue
-  void dispatch_all(ReadyList& ready);
+  // urgent: see DevicePool::enqueue. op's pool exists: push made it (pool_for).
+  void dispatch(OprBlock* op, bool urgent = true) noexcept;
+  void dispatch_all(ReadyList& ready) noexcept;
   void hurry_workers();  // the caller is about to wait: idle paced workers look now
   void execute(OprBlock* op, int worker);
   void finish(OprBlock* op, bool recycle = true);
   void run_async(OprBlock* op, int worker, int extra_refs = 0);
   void run_wait(OprBlock* op);
-  static void run_deleter(OpFunction& on_delete);
+  static void run_deleter(OpFunction& on_delete) noexcept;
   struct DeferredDelete {
     Var var;
     OpFunction on_delete;
   };
-  void delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes);
-  void defer_delete(Var var, OpFunction on_delete);
-  void retire_deferred(DeferredDelete& d);
-  void retire_all_deferred();
+  // delete_var's work once v is marked deleted.
+  void delete_marked(Var var, OpFunction on_delete, std::size_t bytes, bool may_defer) noexcept;
+  void delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes) noexcept;
+  void defer_delete(Var var, OpFunction on_delete) noexcept;
+  void retire_deferred(DeferredDelete& d) noexcept;
+  void retire_all_deferred() noexcept;
   // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
-  void release_inflight(std::size_t bytes);
+  void release_inflight(std::size_t bytes) noexcept;
   // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
   void notify_done_waiters();
   void run_naive(OprBlock* op);

@@ -56,16 +56,28 @@ class Recycler {
 #endif
   }
 
-  // Takes back a T whose state the caller has reset to what get() promises its callers.
-  static void put(T* p) {
+  // Takes back a T whose state the caller has reset to what get() promises its callers. Never
+  // throws (it runs where a variable or op is destroyed): without memory for the lists, p is
+  // freed instead, or the thread's list stays over its bound.
+  static void put(T* p) noexcept {
 #if ASYNCND_RECYCLE
     auto& c = cache().free;
-    c.push_back(p);
+    try {
+      c.push_back(p);
+    } catch (...) {
+      delete p;
+      return;
+    }
     if (c.size() > kCacheMax) {
-      std::vector<T*> batch(c.end() - kBatch, c.end());
-      c.resize(c.size() - kBatch);
-      std::lock_guard<SpinLock> lk(shared().lock);
-      shared().batches.push_back(std::move(batch));
+      try {
+        std::vector<T*> batch(c.end() - kBatch, c.end());
+        {
+          std::lock_guard<SpinLock> lk(shared().lock);
+          shared().batches.push_back(std::move(batch));
+        }
+        c.resize(c.size() - kBatch);
+      } catch (...) {
+      }
     }
 #else
     delete p;

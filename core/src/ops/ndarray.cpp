@@ -97,22 +97,19 @@ Chunk::~Chunk() {
   float* p = data;
   const std::size_t n = bytes;
   const Device dev = device;
-  try {
-    // may_defer: nothing waits for this on_delete, so a small array's deletion may wait in the
-    // engine's short list rather than on its variable (EngineImpl::delete_var).
-    detail::EngineAccess::impl(engine()).delete_var(
-        std::move(var),
-        [be, p, n, dev] {
-          if (p) {
-            be->free(dev.id, p, n);
-            detail::EngineAccess::impl(engine()).note_free(dev, n);
-          }
-        },
-        n, /*may_defer=*/true);
-  } catch (...) {
-    // Only a broken engine gets here. Freeing now could pull storage from under a queued op;
-    // leaking is the safe failure, and a destructor must not throw.
-  }
+  // Nothing waits for this on_delete, so a small array's deletion may wait in the engine's short
+  // list rather than on its variable (EngineImpl::delete_var, may_defer). If the variable was
+  // deleted by hand (Engine::delete_var on var()), the storage stays: freeing it now could pull
+  // it from under a queued op, and leaking is the safe failure.
+  detail::EngineAccess::impl(engine()).delete_array_var(
+      std::move(var),
+      [be, p, n, dev] {
+        if (p) {
+          be->free(dev.id, p, n);
+          detail::EngineAccess::impl(engine()).note_free(dev, n);
+        }
+      },
+      n);
 }
 
 std::shared_ptr<Chunk> new_chunk(Device device, std::int64_t elements, const char* op) {
@@ -153,7 +150,7 @@ NDArray new_array(const char* op, Shape shape, Device device) {
 
 // ---- NDArray -------------------------------------------------------------------------------
 
-std::int64_t NDArray::size() const {
+std::int64_t NDArray::size() const noexcept {
   if (!chunk_) return 0;
   std::int64_t n = 1;
   for (std::int64_t d : shape_) n *= d;  // validated when the array was made

@@ -31,7 +31,12 @@ std::int64_t checked_size(const char* op, const Shape& shape);
 // A new array of `shape` on `device`, its storage allocated, its values not yet written.
 NDArray new_array(const char* op, Shape shape, Device device);
 
+// An array's storage, variable and device, for an array already checked (check_defined): no
+// check, so no call that may throw (in WebAssembly such a call, where locals must be destroyed,
+// goes through a JavaScript trampoline: bench/README.md, "WebAssembly: calls that may throw").
 inline float* data_of(const NDArray& a) { return a.chunk()->data; }
+inline const Var& var_of(const NDArray& a) { return a.chunk()->var; }
+inline Device device_of(const NDArray& a) { return a.chunk()->device; }
 
 // engine().push(fn) writing w and reading r[0..nr) (nr <= 2), through the braced lists that
 // allocate nothing.
@@ -54,7 +59,8 @@ inline std::size_t reads_of(const Var& w, std::initializer_list<const NDArray*> 
                             const Var* r[2]) {
   std::size_t nr = 0;
   for (const NDArray* a : ins) {
-    if (a->var() != w && nr < 2) r[nr++] = &a->var();  // invariant: callers pass at most two
+    const Var& v = var_of(*a);
+    if (v != w && nr < 2) r[nr++] = &v;  // invariant: callers pass at most two
   }
   return nr;
 }
@@ -120,11 +126,11 @@ inline KernelCall kernel_call(KernelCall::Kind kind, const NDArray& out, const N
 // (a wait on out rethrows it), as it does for every other dependent. It touches no memory.
 inline void push_empty_output(const char* op, const NDArray& out,
                               std::initializer_list<const NDArray*> ins) {
-  const Var& w = out.var();
+  const Var& w = var_of(out);
   const Var* r[2];
   const std::size_t nr = reads_of(w, ins, r);
   PushOptions opts;
-  opts.device = out.device();
+  opts.device = device_of(out);
   opts.name = op;
   push_with_reads([] {}, w, r, nr, opts);
 }

@@ -95,7 +95,7 @@ NDArray binary(const char* op, const NDArray& a, const NDArray& b, MapFn fn) {
   detail::check_same_device(op, a, b);
   Shape shape = nd::broadcast_shapes(a.shape(), b.shape(), op);
   PlanPtr plan = plan_for(op, a.shape(), b.shape(), shape);
-  NDArray out = detail::new_array(op, std::move(shape), a.device());
+  NDArray out = detail::new_array(op, std::move(shape), detail::device_of(a));
   queue_binary(op, a, b, out, std::move(plan), binary_fn(fn), false);
   return out;
 }
@@ -103,7 +103,7 @@ NDArray binary(const char* op, const NDArray& a, const NDArray& b, MapFn fn) {
 // out = m(a) elementwise, m a unary function or a binary one bound to a scalar.
 NDArray unary(const char* op, const NDArray& a, Map m) {
   detail::check_defined(op, a);
-  NDArray out = detail::new_array(op, a.shape(), a.device());
+  NDArray out = detail::new_array(op, a.shape(), detail::device_of(a));
   if (out.size() == 0) {
     detail::push_empty_output(op, out, {&a});
     return out;
