@@ -40,7 +40,7 @@ class LaunchModel final : public detail::Backend {
   DeviceKind kind() const override { return DeviceKind::kGPU; }
   std::string name() const override { return "a launch-cost model of a GPU (on the CPU)"; }
   int device_count() const override { return 1; }
-  bool host_addressable() const override { return false; }
+  bool host_addressable() const noexcept override { return false; }
 
   void* alloc(int, std::size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
   void free(int, void* p, std::size_t) noexcept override {

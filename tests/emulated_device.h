@@ -46,7 +46,7 @@ class EmulatedGpu final : public asyncnd::detail::Backend {
   asyncnd::DeviceKind kind() const override { return asyncnd::DeviceKind::kGPU; }
   std::string name() const override { return "gpu emulated on the CPU (tests/emulated_device.h)"; }
   int device_count() const override { return devices_; }
-  bool host_addressable() const override { return false; }
+  bool host_addressable() const noexcept override { return false; }
 
   void* alloc(int, std::size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
   // Stream-ordered, as the CUDA backend's cache makes it: ops queued before the free (which the

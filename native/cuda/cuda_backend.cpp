@@ -718,7 +718,7 @@ class CudaBackend final : public Backend {
   }
   int device_count() const override { return count_; }
   std::string unavailable_reason() const override { return reason_; }
-  bool host_addressable() const override { return false; }
+  bool host_addressable() const noexcept override { return false; }
 
   void* alloc(int device_id, std::size_t bytes) override { return state(device_id).alloc(bytes); }
   void free(int device_id, void* p, std::size_t) noexcept override {

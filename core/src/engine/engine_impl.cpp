@@ -260,8 +260,9 @@ void EngineImpl::free_op(OprBlock* op) {
   recycle_op(op);
 }
 
-void EngineImpl::push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
-                      std::size_t nwrites, const PushOptions& opts, bool async) {
+void EngineImpl::push(OpFunction fn, VarRefs reads, VarRefs writes, const PushOptions& opts,
+                      bool async) {
+  const std::size_t nreads = reads.size(), nwrites = writes.size();
   const char* name = opts.name ? opts.name : "op";
   // Validate everything before taking ownership of anything: a bad call queues nothing.
   for (std::size_t i = 0; i < nreads; ++i) check_var(peek(reads[i]), name, "read");
@@ -599,12 +600,10 @@ thread_local OprBlock* t_async_op = nullptr;  // the async op whose fn runs on t
 
 OprBlock* EngineImpl::current_async_op() { return t_async_op; }
 
-void EngineImpl::push_async(std::function<void(Completion)> fn, const Var* reads,
-                            std::size_t nreads, const Var* writes, std::size_t nwrites,
+void EngineImpl::push_async(std::function<void(Completion)> fn, VarRefs reads, VarRefs writes,
                             const PushOptions& opts) {
   if (!fn) throw Error(std::string(opts.name ? opts.name : "op") + ": empty function");
-  push([f = std::move(fn)]() mutable { f(Completion(t_async_op)); }, reads, nreads, writes,
-       nwrites, opts, true);
+  push([f = std::move(fn)]() mutable { f(Completion(t_async_op)); }, reads, writes, opts, true);
 }
 
 void EngineImpl::run_async(OprBlock* op, int worker, int extra_refs) {

@@ -263,6 +263,22 @@ class DevicePool {
   std::condition_variable park_cv_;
 };
 
+// The variables an op reads or writes, as push takes them: a contiguous array of handles (the
+// public Engine::push), or pointers to handles held elsewhere (the ops' path, ops/ops_common.h,
+// which so copies no handle: a copy and its release are two atomic operations on the variable).
+class VarRefs {
+ public:
+  VarRefs(const Var* vars, std::size_t n) : vars_(vars), n_(n) {}
+  VarRefs(const Var* const* ptrs, std::size_t n) : ptrs_(ptrs), n_(n) {}
+  const Var& operator[](std::size_t i) const { return vars_ != nullptr ? vars_[i] : *ptrs_[i]; }
+  std::size_t size() const { return n_; }
+
+ private:
+  const Var* vars_ = nullptr;
+  const Var* const* ptrs_ = nullptr;
+  std::size_t n_;
+};
+
 class EngineImpl {
  public:
   explicit EngineImpl(EngineOptions options);
@@ -277,20 +293,19 @@ class EngineImpl {
 
   Var new_var();
   // The caller's handles must stay alive until push returns.
-  void push(OpFunction fn, const Var* reads, std::size_t nreads, const Var* writes,
-            std::size_t nwrites, const PushOptions& opts, bool async = false);
-  void push_async(std::function<void(Completion)> fn, const Var* reads, std::size_t nreads,
-                  const Var* writes, std::size_t nwrites, const PushOptions& opts);
+  void push(OpFunction fn, VarRefs reads, VarRefs writes, const PushOptions& opts,
+            bool async = false);
+  void push_async(std::function<void(Completion)> fn, VarRefs reads, VarRefs writes,
+                  const PushOptions& opts);
   // push_async for the library's own device ops (ops/ops_common.h): fn(Completion) is kept in the
   // op's record (OpFunction's inline storage), not in a std::function, and the variables come as
   // arrays, so a device op allocates nothing beyond its record. Measured (bench/README.md): E5 on
   // the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0 us per step; on an H200, where the
   // CUDA launch dominates, the change was within the machine's noise.
   template <class F>
-  void push_device(F&& fn, const Var* reads, std::size_t nreads, const Var* writes,
-                   std::size_t nwrites, const PushOptions& opts) {
+  void push_device(F&& fn, VarRefs reads, VarRefs writes, const PushOptions& opts) {
     push([f = std::forward<F>(fn)]() mutable { f(Completion(current_async_op())); }, reads,
-         nreads, writes, nwrites, opts, true);
+         writes, opts, true);
   }
   // Called by Completion.
   void complete_async(OprBlock* op, ErrorRef err);

@@ -38,18 +38,13 @@ inline float* data_of(const NDArray& a) { return a.chunk()->data; }
 inline const Var& var_of(const NDArray& a) { return a.chunk()->var; }
 inline Device device_of(const NDArray& a) { return a.chunk()->device; }
 
-// engine().push(fn) writing w and reading r[0..nr) (nr <= 2), through the braced lists that
-// allocate nothing.
+// engine().push(fn) writing w and reading r[0..nr) (nr <= 2), straight to the engine's own push
+// with pointers to the arrays' handles: no handle is copied, nothing allocated.
 template <class F>
 void push_with_reads(F&& fn, const Var& w, const Var* const* r, std::size_t nr,
                      const PushOptions& opts) {
-  if (nr == 0) {
-    engine().push(std::forward<F>(fn), {}, {w}, opts);
-  } else if (nr == 1) {
-    engine().push(std::forward<F>(fn), {*r[0]}, {w}, opts);
-  } else {
-    engine().push(std::forward<F>(fn), {*r[0], *r[1]}, {w}, opts);
-  }
+  const Var* const ws[1] = {&w};
+  EngineAccess::impl(engine()).push(std::forward<F>(fn), {r, nr}, {ws, 1}, opts);
 }
 
 // The variables of `ins` (at most two) other than w, into r; returns their count. An input sharing
@@ -90,11 +85,10 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
   opts.name = op;
   opts.bytes = new_output ? out.nbytes() : 0;
   if (!backend->host_addressable()) {
-    Var reads[2];
-    for (std::size_t i = 0; i < nr; ++i) reads[i] = *r[i];
+    const Var* const ws[1] = {&w};
     EngineAccess::impl(engine()).push_device(
         [backend, id, call, keep](Completion done) { backend->launch(id, call, std::move(done)); },
-        reads, nr, &w, 1, opts);
+        VarRefs{r, nr}, VarRefs{ws, 1}, opts);
     return;
   }
   // Without anything to keep alive, the op's function is trivially copyable: the engine moves it

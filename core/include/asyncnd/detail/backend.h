@@ -59,7 +59,7 @@ class Backend {
   // Whether the CPU may read and write this backend's storage directly. True for the CPU
   // backends; a backend that says false gets its ops as Engine::push_async ops (see launch), and
   // arrays on its devices are read through a copy to the CPU.
-  virtual bool host_addressable() const { return true; }
+  virtual bool host_addressable() const noexcept { return true; }
 
   // (optional) Blocks until device `device_id` has finished every queued write of the storage at
   // `p` (nullptr: all work queued on the device); throws asyncnd::Error with the device's error
