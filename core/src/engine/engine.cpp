@@ -156,18 +156,20 @@ Var Engine::new_var() { return impl_->new_var(); }
 
 void Engine::push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes,
                   PushOptions opts) {
-  impl_->push(std::move(fn), {reads.data(), reads.size()}, {writes.data(), writes.size()}, opts);
+  impl_->push(std::move(fn), detail::VarArray{reads.data(), reads.size()},
+              detail::VarArray{writes.data(), writes.size()}, opts);
 }
 
 void Engine::push(OpFunction fn, std::initializer_list<Var> reads,
                   std::initializer_list<Var> writes, PushOptions opts) {
-  impl_->push(std::move(fn), {reads.begin(), reads.size()}, {writes.begin(), writes.size()}, opts);
+  impl_->push(std::move(fn), detail::VarArray{reads.begin(), reads.size()},
+              detail::VarArray{writes.begin(), writes.size()}, opts);
 }
 
 void Engine::push_async(std::function<void(Completion)> fn, std::vector<Var> reads,
                         std::vector<Var> writes, PushOptions opts) {
-  impl_->push_async(std::move(fn), {reads.data(), reads.size()}, {writes.data(), writes.size()},
-                    opts);
+  impl_->push_async(std::move(fn), detail::VarArray{reads.data(), reads.size()},
+                    detail::VarArray{writes.data(), writes.size()}, opts);
 }
 
 void Engine::wait_to_read(const Var& v) { impl_->wait_to_read(v); }

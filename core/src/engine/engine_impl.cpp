@@ -260,7 +260,8 @@ void EngineImpl::free_op(OprBlock* op) {
   recycle_op(op);
 }
 
-void EngineImpl::push(OpFunction fn, VarRefs reads, VarRefs writes, const PushOptions& opts,
+template <class Vars>
+void EngineImpl::push(OpFunction fn, Vars reads, Vars writes, const PushOptions& opts,
                       bool async) {
   const std::size_t nreads = reads.size(), nwrites = writes.size();
   const char* name = opts.name ? opts.name : "op";
@@ -316,6 +317,9 @@ void EngineImpl::push(OpFunction fn, VarRefs reads, VarRefs writes, const PushOp
     prefetch_for_write(Recycler<OprBlock>::peek());
   }
 }
+template void EngineImpl::push<VarArray>(OpFunction, VarArray, VarArray, const PushOptions&,
+                                         bool);
+template void EngineImpl::push<VarPtrs>(OpFunction, VarPtrs, VarPtrs, const PushOptions&, bool);
 
 void EngineImpl::submit(OprBlock* op, int priority) {
   if (profiling()) {
@@ -600,8 +604,8 @@ thread_local OprBlock* t_async_op = nullptr;  // the async op whose fn runs on t
 
 OprBlock* EngineImpl::current_async_op() { return t_async_op; }
 
-void EngineImpl::push_async(std::function<void(Completion)> fn, VarRefs reads, VarRefs writes,
-                            const PushOptions& opts) {
+void EngineImpl::push_async(std::function<void(Completion)> fn, VarArray reads,
+                            VarArray writes, const PushOptions& opts) {
   if (!fn) throw Error(std::string(opts.name ? opts.name : "op") + ": empty function");
   push([f = std::move(fn)]() mutable { f(Completion(t_async_op)); }, reads, writes, opts, true);
 }

@@ -264,19 +264,20 @@ class DevicePool {
 };
 
 // The variables an op reads or writes, as push takes them: a contiguous array of handles (the
-// public Engine::push), or pointers to handles held elsewhere (the ops' path, ops/ops_common.h,
-// which so copies no handle: a copy and its release are two atomic operations on the variable).
-class VarRefs {
- public:
-  VarRefs(const Var* vars, std::size_t n) : vars_(vars), n_(n) {}
-  VarRefs(const Var* const* ptrs, std::size_t n) : ptrs_(ptrs), n_(n) {}
-  const Var& operator[](std::size_t i) const { return vars_ != nullptr ? vars_[i] : *ptrs_[i]; }
-  std::size_t size() const { return n_; }
-
- private:
-  const Var* vars_ = nullptr;
-  const Var* const* ptrs_ = nullptr;
-  std::size_t n_;
+// public Engine::push's lists), or pointers to handles held elsewhere (the ops' path,
+// ops/ops_common.h, which so copies no handle: a copy and its release are two atomic operations
+// on the variable). push is compiled for each, so neither pays a test per variable.
+struct VarArray {
+  const Var* vars;
+  std::size_t n;
+  const Var& operator[](std::size_t i) const { return vars[i]; }
+  std::size_t size() const { return n; }
+};
+struct VarPtrs {
+  const Var* const* ptrs;
+  std::size_t n;
+  const Var& operator[](std::size_t i) const { return *ptrs[i]; }
+  std::size_t size() const { return n; }
 };
 
 class EngineImpl {
@@ -293,9 +294,10 @@ class EngineImpl {
 
   Var new_var();
   // The caller's handles must stay alive until push returns.
-  void push(OpFunction fn, VarRefs reads, VarRefs writes, const PushOptions& opts,
-            bool async = false);
-  void push_async(std::function<void(Completion)> fn, VarRefs reads, VarRefs writes,
+  // Vars: VarArray or VarPtrs (instantiated for both in engine_impl.cpp).
+  template <class Vars>
+  void push(OpFunction fn, Vars reads, Vars writes, const PushOptions& opts, bool async = false);
+  void push_async(std::function<void(Completion)> fn, VarArray reads, VarArray writes,
                   const PushOptions& opts);
   // push_async for the library's own device ops (ops/ops_common.h): fn(Completion) is kept in the
   // op's record (OpFunction's inline storage), not in a std::function, and the variables come as
@@ -303,7 +305,7 @@ class EngineImpl {
   // the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0 us per step; on an H200, where the
   // CUDA launch dominates, the change was within the machine's noise.
   template <class F>
-  void push_device(F&& fn, VarRefs reads, VarRefs writes, const PushOptions& opts) {
+  void push_device(F&& fn, VarPtrs reads, VarPtrs writes, const PushOptions& opts) {
     push([f = std::forward<F>(fn)]() mutable { f(Completion(current_async_op())); }, reads,
          writes, opts, true);
   }

@@ -44,7 +44,7 @@ template <class F>
 void push_with_reads(F&& fn, const Var& w, const Var* const* r, std::size_t nr,
                      const PushOptions& opts) {
   const Var* const ws[1] = {&w};
-  EngineAccess::impl(engine()).push(std::forward<F>(fn), {r, nr}, {ws, 1}, opts);
+  EngineAccess::impl(engine()).push(std::forward<F>(fn), VarPtrs{r, nr}, VarPtrs{ws, 1}, opts);
 }
 
 // The variables of `ins` (at most two) other than w, into r; returns their count. An input sharing
@@ -88,7 +88,7 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
     const Var* const ws[1] = {&w};
     EngineAccess::impl(engine()).push_device(
         [backend, id, call, keep](Completion done) { backend->launch(id, call, std::move(done)); },
-        VarRefs{r, nr}, VarRefs{ws, 1}, opts);
+        VarPtrs{r, nr}, VarPtrs{ws, 1}, opts);
     return;
   }
   // Without anything to keep alive, the op's function is trivially copyable: the engine moves it
