@@ -223,7 +223,8 @@ void bench_e5() {
 std::string g_self_exe;  // this program, for the kernel sweep's child processes
 struct KernelFigure {
   std::string name;
-  double gflops;
+  double gflops;                    // its figure in the sweep
+  std::function<double()> measure;  // measures it once more, the same way: GFLOP/s, 0 on failure
 };
 std::vector<KernelFigure> g_kernels;  // every correct kernel measured in this run
 std::string g_best_kernel;
@@ -295,6 +296,31 @@ int gemm_kernel_child() {
   return 0;
 }
 
+// One kernel in a child process: OpenBLAS loaded with OPENBLAS_CORETYPE=core (empty: the
+// environment as it is). Fills the core OpenBLAS loaded and the self-test's verdict ("ok" or what
+// failed); returns its GFLOP/s, or 0 with `out` holding the child's output when it gave none.
+double openblas_child(const std::string& core, std::string& got, std::string& test,
+                      std::string& out) {
+  const std::string env = core.empty() ? "" : "OPENBLAS_CORETYPE=" + core + " ";
+  const std::string cmd = "env " + env + "'" + g_self_exe + "' --gemm-kernel 2>&1";
+  out.clear();
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  char g[64] = {0}, t[256] = {0};
+  double gflops = 0;
+  const auto at = out.find("core=");
+  if (at == std::string::npos ||
+      std::sscanf(out.c_str() + at, "core=%63s gflops=%lf selftest=%255[^\n]", g, &gflops, t) != 3) {
+    return 0;
+  }
+  got = g;
+  test = t;
+  return gflops;
+}
+
 void bench_gemm_sweep() {
   heading("SGEMM 1000^3 kernel sweep: OpenBLAS core types for this CPU, each in a child process");
   std::vector<std::string> cores = {"Prescott"};
@@ -303,69 +329,134 @@ void bench_gemm_sweep() {
   if (cpu.avx512) cores.insert(cores.end(), {"SkylakeX", "Cooperlake"});
   cores.push_back("");  // as OpenBLAS loads with the environment as it is
   for (const std::string& core : cores) {
-    const std::string env = core.empty() ? "" : "OPENBLAS_CORETYPE=" + core + " ";
-    const std::string cmd = "env " + env + "'" + g_self_exe + "' --gemm-kernel 2>&1";
-    std::string out;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, p)) out += buf;
-      ::pclose(p);
-    }
-    char got[64] = {0}, test[256] = {0};
-    double gflops = 0;
-    const auto at = out.find("core=");
-    if (at == std::string::npos ||
-        std::sscanf(out.c_str() + at, "core=%63s gflops=%lf selftest=%255[^\n]", got, &gflops, test) != 3) {
+    std::string got, test, out;
+    const double gflops = openblas_child(core, got, test, out);
+    if (gflops <= 0) {
       std::printf("  %-12s no result: %s\n", core.empty() ? "(as loaded)" : core.c_str(), out.c_str());
       continue;
     }
-    const bool ok = std::string(test) == "ok";
-    const bool applied = core.empty() || strcasecmp(got, core.c_str()) == 0;
+    const bool ok = test == "ok";
+    const bool applied = core.empty() || strcasecmp(got.c_str(), core.c_str()) == 0;
     std::printf("  %-12s loaded %-10s %8.1f GFLOP/s  self-test %s%s\n",
-                core.empty() ? "(as loaded)" : core.c_str(), got, gflops, test,
+                core.empty() ? "(as loaded)" : core.c_str(), got.c_str(), gflops, test.c_str(),
                 applied ? "" : "  (OpenBLAS refused the core type: not counted)");
-    if (ok && applied) g_kernels.push_back({std::string("openblas ") + got, gflops});
+    if (!ok || !applied) continue;
+    g_kernels.push_back({std::string("openblas ") + got, gflops, [core, got] {
+                           std::string g, t, o;
+                           const double x = openblas_child(core, g, t, o);
+                           return t == "ok" && g == got ? x : 0.0;
+                         }});
   }
 }
 
 #endif  // ASYNCND_HAVE_OPENBLAS
 
+// The sweep nominates, a second measurement decides. The sweep's highest figure is the largest of
+// several noisy medians, each from one child process, so one lucky child can set it: on the
+// 2-vCPU VMs the same core type gave 160 and 205 GFLOP/s in runs minutes apart (Prescott 37 and
+// 77). So every kernel within 10% of that maximum is measured again, three times, and the best
+// of those medians is sgemm1000_best_kernel_gflops; the maximum itself is kept as
+// sgemm1000_sweep_max_gflops. bench/README.md, "The best kernel, measured twice", has the runs.
 void record_best_kernel() {
-  auto best = std::max_element(g_kernels.begin(), g_kernels.end(),
-                               [](const KernelFigure& x, const KernelFigure& y) { return x.gflops < y.gflops; });
-  if (best == g_kernels.end()) return;
-  record("sgemm1000_best_kernel_gflops", best->gflops,
-         "the fastest correct kernel of the sweep: " + best->name);
-  g_best_kernel = best->name;
+  auto faster = [](const KernelFigure& x, const KernelFigure& y) { return x.gflops < y.gflops; };
+  auto top = std::max_element(g_kernels.begin(), g_kernels.end(), faster);
+  if (top == g_kernels.end()) return;
+  record("sgemm1000_sweep_max_gflops", top->gflops,
+         "the sweep's highest figure (" + top->name + "): a maximum, biased upwards");
+  heading("SGEMM 1000^3: the sweep's leaders (within 10%) measured again, 3 times each");
+  const double floor = 0.9 * top->gflops;
+  std::string best_name;
+  double best = 0;
+  for (const KernelFigure& k : g_kernels) {
+    if (k.gflops < floor || !k.measure) continue;
+    std::vector<double> again;
+    for (int r = 0; r < 3; ++r) {
+      const double g = k.measure();
+      if (g > 0) again.push_back(g);
+    }
+    if (again.empty()) {
+      std::printf("  %-22s no result when measured again: not counted\n", k.name.c_str());
+      continue;
+    }
+    const double m = median(again);
+    std::printf("  %-22s sweep %7.1f  again", k.name.c_str(), k.gflops);
+    for (double g : again) std::printf(" %7.1f", g);
+    std::printf("  median %7.1f GFLOP/s\n", m);
+    if (m > best) {
+      best = m;
+      best_name = k.name;
+    }
+  }
+  if (best_name.empty()) return;
+  record("sgemm1000_best_kernel_gflops", best,
+         "the fastest correct kernel, measured again after the sweep: " + best_name);
+  g_best_kernel = best_name;
 }
 
-// Our own GEMMs on the same 1000x1000 product, inside an engine op as nd::dot runs it, with the
-// engine set to 1 and then 2 workers (the op's worker plus idle ones split the rows of C): the
-// portable one (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the WebAssembly
-// build) and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile). The 2-worker figures join
-// the kernel sweep.
-void bench_own_sgemm() {
-  heading("our SGEMMs 1000x1000x1000 in an engine op: portable (4x8, 128-bit) and avx512 (12x32)");
+// One of our GEMMs: its signature as the backend calls it (the last argument: may it use its own
+// threads).
+using OwnGemm = void (*)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
+                         const float*, std::int64_t, const float*, std::int64_t, float, float*,
+                         std::int64_t, bool);
+
+// `gemm` on a 1000x1000 product inside an engine op: median GFLOP/s of 9 after a warm-up. With
+// workers > 0 the engine is configured with that many workers first; with 0, as the environment
+// says. The engine is configured from the environment again before returning.
+double own_gemm_gflops(OwnGemm gemm, int workers) {
   const int n = 1000, kReps = 9;
   const double flop = 2.0 * n * n * n;
+  configure_engine(workers > 0 ? EngineOptions{EngineKind::kThreaded, workers}
+                               : EngineOptions::from_env());
   std::vector<float> ha = nd::random_normal({n, n}).to_vector();
   std::vector<float> hb = nd::random_normal({n, n}).to_vector();
   std::vector<float> hc(static_cast<std::size_t>(n) * n);
-  struct Own {
-    const char* name;
-    void (*fn)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
-               std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, bool);
+  Engine& eng = engine();
+  Var v = eng.new_var();
+  auto run = [&] {
+    eng.push([&] { gemm(false, false, n, n, n, 1.0f, ha.data(), n, hb.data(), n, 0.0f, hc.data(),
+                        n, false); },
+             {}, {v});
+    eng.wait_to_read(v);
   };
-  std::vector<Own> gemms = {{"portable", [](bool ta, bool tb, std::int64_t m, std::int64_t nn,
-                                            std::int64_t k, float alpha, const float* a,
-                                            std::int64_t lda, const float* b, std::int64_t ldb,
-                                            float beta, float* c, std::int64_t ldc, bool) {
-                               detail::portable_sgemm(ta, tb, m, nn, k, alpha, a, lda, b, ldb,
-                                                      beta, c, ldc);
-                             }}};
+  run();  // warm-up: first touch of the packing buffers and of C
+  std::vector<double> g;
+  for (int r = 0; r < kReps; ++r) {
+    auto t0 = Clock::now();
+    run();
+    g.push_back(flop / since(t0) * 1e-9);
+  }
+  eng.delete_var(v);
+  configure_engine(EngineOptions::from_env());
+  return median(g);
+}
+
+void portable_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                   const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                   float* c, std::int64_t ldc, bool) {
+  detail::portable_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Our own GEMMs on the same 1000x1000 product, inside an engine op as nd::dot runs it: the
+// portable one (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the WebAssembly
+// build) with the engine set to 1 and then 2 workers (the op's worker plus idle ones split the
+// rows of C), and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile) on its own threads.
+// The 2-worker portable figure and the AVX-512 one join the kernel sweep.
+void bench_own_sgemm() {
+  heading("our SGEMMs 1000x1000x1000 in an engine op: portable (4x8, 128-bit) and avx512 (12x32)");
+  // The portable GEMM splits across the engine's workers: 1, then 2.
+  for (int workers : {1, 2}) {
+    const double g = own_gemm_gflops(portable_gemm, workers);
+    record("portable_sgemm1000_" + std::to_string(workers) + "t_gflops", g,
+           "engine with " + std::to_string(workers) + " worker(s), median of 9");
+    if (workers == 2) {
+      g_kernels.push_back({"portable, 2 workers", g, [] { return own_gemm_gflops(portable_gemm, 2); }});
+    }
+  }
 #if ASYNCND_HAVE_AVX512_GEMM
+  // The AVX-512 one has threads of its own (every core, as OpenBLAS): once, with the engine as
+  // configured, after the backend's self-test (counted only once right here, as every kernel of
+  // the sweep).
   if (detail::cpu_features().avx512) {
-    // Counted only once right here, as every kernel of the sweep (the backend's self-test).
     const std::string test = detail::gemm_self_test(
         [](bool ta, bool tb, std::int64_t m, std::int64_t nn, std::int64_t k, float alpha,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
@@ -373,48 +464,16 @@ void bench_own_sgemm() {
           detail::avx512_sgemm(ta, tb, m, nn, k, alpha, a, lda, b, ldb, beta, c, ldc);
         });
     if (test.empty()) {
-      gemms.push_back({"avx512", detail::avx512_sgemm});
+      const double g = own_gemm_gflops(detail::avx512_sgemm, 0);
+      record("avx512_sgemm1000_gflops", g,
+             "its own " + std::to_string(detail::GemmThreads::instance().threads()) +
+                 " threads, median of 9");
+      g_kernels.push_back({"asyncnd avx512", g, [] { return own_gemm_gflops(detail::avx512_sgemm, 0); }});
     } else {
       std::printf("  avx512: self-test failed, not counted: %s\n", test.c_str());
     }
   }
 #endif
-  for (const Own& own : gemms) {
-    // The portable GEMM splits across the engine's workers: 1, then 2. The AVX-512 one has threads
-    // of its own (every core, as OpenBLAS): once, with the engine as configured.
-    const bool portable = std::string(own.name) == "portable";
-    for (int threads : portable ? std::vector<int>{1, 2} : std::vector<int>{0}) {
-      configure_engine(portable ? EngineOptions{EngineKind::kThreaded, threads}
-                                : EngineOptions::from_env());
-      Engine& eng = engine();
-      Var v = eng.new_var();
-      auto run = [&] {
-        eng.push([&] { own.fn(false, false, n, n, n, 1.0f, ha.data(), n, hb.data(), n, 0.0f,
-                              hc.data(), n, false); },
-                 {}, {v});
-        eng.wait_to_read(v);
-      };
-      run();  // warm-up: first touch of the packing buffers and of C
-      std::vector<double> g;
-      for (int r = 0; r < kReps; ++r) {
-        auto t0 = Clock::now();
-        run();
-        g.push_back(flop / since(t0) * 1e-9);
-      }
-      eng.delete_var(v);
-      if (portable) {
-        const std::string key = "portable_sgemm1000_" + std::to_string(threads) + "t_gflops";
-        record(key, median(g), "engine with " + std::to_string(threads) + " worker(s), median of 9");
-        if (threads == 2) g_kernels.push_back({"portable, 2 workers", median(g)});
-      } else {
-        record("avx512_sgemm1000_gflops", median(g),
-               "its own " + std::to_string(detail::GemmThreads::instance().threads()) +
-                   " threads, median of 9");
-        g_kernels.push_back({"asyncnd avx512", median(g)});
-      }
-    }
-  }
-  configure_engine(EngineOptions::from_env());
 }
 
 // ---- E1 ------------------------------------------------------------------------------------
