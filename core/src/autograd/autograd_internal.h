@@ -73,8 +73,10 @@ extern thread_local bool t_recording;
 NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
                   const GradAttrs& attrs);
 
-// The hook every differentiable op calls on its result: free when not recording.
-inline NDArray recorded(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
+// The hook every differentiable op calls on its result: free when not recording. Always inlined:
+// left out of line (as Emscripten's -O2 left it), the call may throw, and in WebAssembly each op
+// then paid a JavaScript exception trampoline for it (docs/architecture.md).
+__attribute__((always_inline)) inline NDArray recorded(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
                         const GradAttrs& attrs = {}) {
   if (!t_recording) return out;
   return record_op(op, std::move(out), inputs, attrs);
