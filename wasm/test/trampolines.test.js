@@ -16,7 +16,7 @@ const asyncnd = require('..');
 const { THREADS } = require('./helpers');
 
 const dist = path.join(__dirname, '..', 'dist');
-// 14-15 now: the binding's, then the push path's calls that may throw (a bad shape, an
+// 13-15 now: the binding's, then the push path's calls that may throw (a bad shape, an
 // out-of-memory allocation, a deleted variable), and, when the main thread happens to run an
 // array's deletion or to wake a worker, a few more (a mutex, a condition variable). The bound
 // leaves room for that timing-dependent part; the 13 calls per op that copying and dropping
