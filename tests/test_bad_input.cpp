@@ -1,12 +1,13 @@
 // Bad input never kills the process: shapes whose element or byte count overflows, waits from
-// inside an op with either engine kind, configure_engine with an unreported failure, and
-// out-of-memory errors that name the op.
+// inside an op with either engine kind, configure_engine with an unreported failure,
+// out-of-memory errors that name the op, and an array whose variable was deleted by hand.
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ops_test_util.h"
 
@@ -130,4 +131,25 @@ TEST_CASE("an op with an empty output still carries an input's failure", "[engin
     CHECK_THROWS_WITH(bad.to_vector(), Catch::Contains("kernel exploded"));
     CHECK_NOTHROW(engine().waitall());
   });
+}
+
+TEST_CASE("an array whose variable was deleted by hand: its ops throw, dropping it is safe",
+          "[engine][errors]") {
+  // Engine::delete_var on an array's var() takes the variable from under the array. Ops on the
+  // array then throw; dropping the array must neither throw from its destructor nor free storage
+  // that queued work might still use: the storage stays allocated (leaked, the safe failure;
+  // EngineImpl::delete_array_var), and everything else keeps working.
+  engine().waitall();
+  NDArray keep = nd::ones({4});
+  std::uint64_t held = 0;
+  {
+    NDArray a = nd::ones({256});
+    engine().waitall();
+    held = engine().stats().bytes_in_use;
+    engine().delete_var(a.var());
+    expect_error([&] { (void)(a + 1.0f); }, {"add", "was deleted"});
+  }
+  engine().waitall();
+  CHECK(engine().stats().bytes_in_use == held);  // a's 1 KB stayed
+  CHECK((keep + 1.0f).to_vector() == std::vector<float>(4, 2.0f));
 }
