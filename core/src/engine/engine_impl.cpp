@@ -1055,6 +1055,7 @@ EngineStats EngineImpl::stats() const {
   {
     std::lock_guard<std::mutex> lock(mem_more_mu_);
     for (const auto& kv : mem_more_) mems.push_back(kv.second.get());
+    mems.push_back(&mem_overflow_);  // counted only if used
   }
   for (const DeviceMem* m : mems) {
     if (!m->used.load()) continue;
@@ -1074,20 +1075,27 @@ void EngineImpl::reset_peak_bytes() {
   for (auto& m : mem_) m.peak.store(m.in_use());
   std::lock_guard<std::mutex> lock(mem_more_mu_);
   for (auto& kv : mem_more_) kv.second->peak.store(kv.second->in_use());
+  mem_overflow_.peak.store(mem_overflow_.in_use());
 }
 
-EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) {
+EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) noexcept {
   std::lock_guard<std::mutex> lock(mem_more_mu_);
-  std::unique_ptr<DeviceMem>& slot = mem_more_[{static_cast<int>(d.kind), d.id}];
-  if (!slot) {
-    slot = std::make_unique<DeviceMem>();
-    slot->device = d;
-    slot->used = true;
+  try {
+    std::unique_ptr<DeviceMem>& slot = mem_more_[{static_cast<int>(d.kind), d.id}];
+    if (!slot) {
+      slot = std::make_unique<DeviceMem>();
+      slot->device = d;
+      slot->used = true;
+    }
+    return *slot;
+  } catch (...) {
+    mem_overflow_.device = d;
+    mem_overflow_.used = true;
+    return mem_overflow_;
   }
-  return *slot;
 }
 
-void EngineImpl::note_alloc(Device device, std::size_t bytes) {
+void EngineImpl::note_alloc(Device device, std::size_t bytes) noexcept {
   DeviceMem& m = mem_for(device);
   const std::uint64_t freed = m.freed.load(std::memory_order_acquire);
   const std::int64_t now = static_cast<std::int64_t>(
@@ -1097,7 +1105,7 @@ void EngineImpl::note_alloc(Device device, std::size_t bytes) {
   }
 }
 
-void EngineImpl::note_free(Device device, std::size_t bytes) {
+void EngineImpl::note_free(Device device, std::size_t bytes) noexcept {
   mem_for(device).freed.fetch_add(bytes, std::memory_order_release);
 }
 

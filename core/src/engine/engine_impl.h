@@ -337,8 +337,8 @@ class EngineImpl {
   EngineStats stats() const;
   void reset_peak_bytes();
   // Counts bytes of device memory for stats(): array storage (Chunk) calls them. Never blocks.
-  void note_alloc(Device device, std::size_t bytes);
-  void note_free(Device device, std::size_t bytes);
+  void note_alloc(Device device, std::size_t bytes) noexcept;
+  void note_free(Device device, std::size_t bytes) noexcept;
 
   void start_profiling();
   std::string stop_profiling();
@@ -495,7 +495,8 @@ class EngineImpl {
   DeviceMem mem_[kDeviceKindCount * kIdsPerKind];
   mutable std::mutex mem_more_mu_;
   std::map<std::pair<int, int>, std::unique_ptr<DeviceMem>> mem_more_;
-  DeviceMem& mem_for(Device d) {
+  DeviceMem mem_overflow_;  // mem_more's slot when a new one cannot be allocated
+  DeviceMem& mem_for(Device d) noexcept {
     const int k = static_cast<int>(d.kind);
     if (k >= 0 && k < kDeviceKindCount && d.id >= 0 && d.id < kIdsPerKind) {
       DeviceMem& m = mem_[k * kIdsPerKind + d.id];
@@ -504,7 +505,9 @@ class EngineImpl {
     }
     return mem_more(d);
   }
-  DeviceMem& mem_more(Device d);  // ids past kIdsPerKind (or unknown kinds), under mem_more_mu_
+  // ids past kIdsPerKind (or unknown kinds), under mem_more_mu_. Never throws: without memory
+  // for a new slot, the device is counted in a shared overflow slot (its stats then mix).
+  DeviceMem& mem_more(Device d) noexcept;
 
   std::atomic<bool> profiling_{false};
   // Profiler epoch, profiler_clock_ns(); atomic because workers read it while a new

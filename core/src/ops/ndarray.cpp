@@ -166,6 +166,11 @@ NDArray new_array(const char* op, Shape shape, Device device) {
   return NDArray(std::move(chunk), std::move(shape));
 }
 
+NDArray new_array_like(const char* op, const NDArray& a) {
+  auto chunk = new_chunk(a.chunk()->device, a.size(), op);
+  return NDArray(std::move(chunk), a.shape());
+}
+
 }  // namespace detail
 
 // ---- NDArray -------------------------------------------------------------------------------

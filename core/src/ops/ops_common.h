@@ -30,6 +30,10 @@ std::int64_t checked_size(const char* op, const Shape& shape);
 
 // A new array of `shape` on `device`, its storage allocated, its values not yet written.
 NDArray new_array(const char* op, Shape shape, Device device);
+// The same with the shape and device of `a`, an array already checked (check_defined): its shape
+// needs no validation, and no temporary is made at the call, so that in WebAssembly the call
+// and the size's computation pass through no exception trampoline (docs/architecture.md).
+NDArray new_array_like(const char* op, const NDArray& a);
 
 // An array's storage, variable and device, for an array already checked (check_defined): no
 // check, so no call that may throw (in WebAssembly such a call, where locals must be destroyed,

@@ -103,7 +103,7 @@ NDArray binary(const char* op, const NDArray& a, const NDArray& b, MapFn fn) {
 // out = m(a) elementwise, m a unary function or a binary one bound to a scalar.
 NDArray unary(const char* op, const NDArray& a, Map m) {
   detail::check_defined(op, a);
-  NDArray out = detail::new_array(op, a.shape(), detail::device_of(a));
+  NDArray out = detail::new_array_like(op, a);
   if (out.size() == 0) {
     detail::push_empty_output(op, out, {&a});
     return out;
