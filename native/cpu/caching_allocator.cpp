@@ -12,19 +12,11 @@
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
+#include "engine/asan.h"
 
 // AddressSanitizer cannot see a use-after-free of a block that sits in a cache, so its builds
-// bypass the cache (GCC defines __SANITIZE_ADDRESS__, clang has __has_feature).
-#if defined(__SANITIZE_ADDRESS__)
-#define ASYNCND_CPU_CACHE_BYPASS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ASYNCND_CPU_CACHE_BYPASS 1
-#endif
-#endif
-#ifndef ASYNCND_CPU_CACHE_BYPASS
-#define ASYNCND_CPU_CACHE_BYPASS 0
-#endif
+// bypass the cache.
+#define ASYNCND_CPU_CACHE_BYPASS ASYNCND_ASAN
 
 namespace asyncnd {
 namespace detail {

@@ -7,12 +7,13 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/asan.h"
 #include "engine/sync.h"
 
 namespace asyncnd {
 namespace detail {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if ASYNCND_ASAN
 #define ASYNCND_RECYCLE 0  // let AddressSanitizer see every use after free
 #else
 #define ASYNCND_RECYCLE 1

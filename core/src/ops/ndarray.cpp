@@ -2,18 +2,9 @@
 // and the member functions that forward to nd::. Ops live in ops_*.cpp.
 #include "asyncnd/ndarray.h"
 
+#include "engine/asan.h"
 // LeakSanitizer (with AddressSanitizer) is told about the one deliberate leak (~Chunk).
-#if defined(__SANITIZE_ADDRESS__)
-#define ASYNCND_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ASYNCND_LSAN 1
-#endif
-#endif
-#ifndef ASYNCND_LSAN
-#define ASYNCND_LSAN 0
-#endif
-#if ASYNCND_LSAN
+#if ASYNCND_ASAN
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -125,7 +116,7 @@ Chunk::~Chunk() {
         }
       },
       n);
-#if ASYNCND_LSAN
+#if ASYNCND_ASAN
   if (!deleting && p) __lsan_ignore_object(p);  // leaked on purpose: not a leak to report
 #else
   (void)deleting;
