@@ -1,9 +1,10 @@
 // bench_native: the engine's costs and the chapter's experiments, measured natively.
 //
-// Usage: build/bench_native [out.json]   (default bench/results/native.json, relative to the
-// current directory when it has bench/ -- `make bench` runs it from the repository root -- else
-// to the source tree the build was configured from). Writes a flat JSON object of
-// named figures plus a `machine` object, and prints a table. bench/README.md says what each
+// Usage: build/bench_native [--only=e6|gemm|overhead] [out.json]   (default
+// bench/results/native.json, relative to the current directory when it has bench/ -- `make bench`
+// runs it from the repository root -- else to the source tree the build was configured from).
+// Writes a flat JSON object of named figures plus a `machine` object, and prints a table; with
+// --only, one block's figures merged into the existing file. bench/README.md says what each
 // figure means. Every figure is the median of several repeats: these machines are noisy.
 #include <asyncnd/asyncnd.h>
 #include <asyncnd/detail/backend.h>  // detail::portable_sgemm
@@ -578,20 +579,24 @@ void bench_numpy(const std::string& exe_dir) {
 }
 
 // The peer: PyTorch eager on the CPU (Debian's python3-torch, which `make bench` installs), E5's
-// per-step cost and E6 reading the loss each batch, with as many threads as our BLAS gets.
-void bench_torch(const std::string& exe_dir, int threads) {
-  heading("PyTorch eager (CPU), /usr/bin/python3 bench/torch_peer.py");
+// per-step cost and, unless e5_only, E6 reading the loss each batch, with as many threads as our
+// BLAS gets. ASYNCND_PYTHON names another Python (the GPU machine's, whose python3 has PyTorch;
+// tools/gpu-check.sh), else Debian's /usr/bin/python3.
+void bench_torch(const std::string& exe_dir, int threads, bool e5_only) {
+  const char* py_env = std::getenv("ASYNCND_PYTHON");
+  const std::string py = py_env && *py_env ? py_env : "/usr/bin/python3";
+  heading(("PyTorch eager (CPU), " + py + " bench/torch_peer.py").c_str());
   std::string script = bench_dir() + "/torch_peer.py";
   if (!std::filesystem::exists(script)) script = exe_dir + "/../bench/torch_peer.py";
-  const std::string cmd = "/usr/bin/python3 '" + script + "' " +
-                          std::to_string(threads) + " 2>&1";
+  const std::string cmd = py + " '" + script + "' " + std::to_string(threads) +
+                          (e5_only ? " --e5" : "") + " 2>&1";
   const PeerRun run = std::filesystem::exists(script) ? run_peer(cmd, "torch_") : PeerRun{};
   for (const std::string& c : run.comments) std::printf("  %s\n", c.c_str());
   for (const auto& [key, v] : run.figures)
     record(key, v, key == "torch_e5_step_us"
                        ? "10000 x y = x + 1 on a [1,2] tensor, per step, median of 5"
                        : "the chapter's MLP, 100 batches of 1024x512, loss read each batch");
-  if (run.status != 0 || run.figures.size() != 2) {
+  if (run.status != 0 || run.figures.size() != (e5_only ? 1u : 2u)) {
     std::fprintf(stderr, "bench_native: the PyTorch peer did not run (make bench installs "
                          "python3-torch); torch_* omitted:\n%s\n", run.output.c_str());
   }
@@ -754,6 +759,7 @@ int main(int argc, char** argv) {
         bench_overhead();
         bench_wait_roundtrip();
         bench_e5();
+        bench_torch(exe_dir(), blas_threads_policy(), true);  // E5's peer, in the same run
       } else {  // the GEMM figures against this machine's floors: spin, kernels, engine
         bench_spin_floor();
 #if ASYNCND_HAVE_OPENBLAS
@@ -782,7 +788,7 @@ int main(int argc, char** argv) {
                 "GEMM: %s (%s)\n",
                 engine().num_workers(), blas_corename().c_str(), blas_threads_policy(),
                 cpu_gemm().kernel.c_str(), cpu_gemm().reason.c_str());
-    bench_torch(exe_dir(), blas_threads_policy());
+    bench_torch(exe_dir(), blas_threads_policy(), false);
     bench_spin_floor();
     bench_overhead();
     bench_wait_roundtrip();

@@ -4,11 +4,12 @@
 Debian's python3-torch (1.13; `make bench` installs it) uses the same OpenBLAS as asyncnd, so the
 comparison is of the frameworks, not of the GEMM kernels; the core OpenBLAS loaded is printed.
 Run with Debian's Python:
-    /usr/bin/python3 bench/torch_peer.py THREADS
+    /usr/bin/python3 bench/torch_peer.py THREADS [--e5]
 Prints, one per line, `key value` for: torch_e5_step_us (10 000 x `y = x + 1` on a [1, 2] tensor,
 per step, median of 5), torch_e6_sync_s (the chapter's MLP: Dense 2048 relu, Dense 512 relu,
-Dense 1, L2 loss, SGD lr 0.005, 100 batches of 1024x512, reading the loss each batch), and
-torch_blas_core (as a comment line). THREADS: torch.set_num_threads, the same as asyncnd's BLAS.
+Dense 1, L2 loss, SGD lr 0.005, 100 batches of 1024x512, reading the loss each batch; not with
+--e5, which `bench_native --only=overhead` passes), and the OpenBLAS core (as a comment line).
+THREADS: torch.set_num_threads, the same as asyncnd's BLAS.
 
 On a machine with an NVIDIA GPU, bench_gpu runs it with the Python that has a CUDA PyTorch:
     python3 bench/torch_peer.py --cuda
@@ -32,7 +33,7 @@ def blas_core():
             return lib.openblas_get_corename().decode()
         except OSError:
             continue
-    return "unknown"
+    return "unknown (no libopenblas.so.0 loaded: this PyTorch has its own BLAS)"
 
 
 def e5_step_us(n=10000, device="cpu", sync_each=False):
@@ -103,12 +104,16 @@ def main():
     if sys.argv[1:] == ["--cuda"]:
         main_cuda()
         return
-    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    args = sys.argv[1:]
+    e5_only = "--e5" in args
+    args = [a for a in args if a != "--e5"]
+    threads = int(args[0]) if args else 2
     torch.set_num_threads(threads)
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"OpenBLAS core {blas_core()}")
     print(f"torch_e5_step_us {e5_step_us():.4f}")
-    print(f"torch_e6_sync_s {e6_sync_s():.4f}")
+    if not e5_only:
+        print(f"torch_e6_sync_s {e6_sync_s():.4f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
 #   5. make demo's program (examples/cpp/chapter.cpp), E7 included,
 #   6. bench_e1_threads (E1 against the engine's and BLAS's thread counts: this is the many-core
 #      machine we have; OUTDIR/e1_threads.json and its trace),
+#   7. bench_native --only=overhead, the per-op costs of the CPU device against this machine's
+#      hand-off floor and PyTorch's CPU step (E5), with the default workers (one per hardware
+#      thread but one: several, so not paced) and with one (paced): OUTDIR/native_overhead.json
+#      and native_overhead_w1.json,
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -138,6 +142,16 @@ step demo 240 "$bld/example_chapter"
 # 6. The CPU side of this many-core machine: E1 against the thread counts (bench/e1_threads.cpp).
 step cpu_e1_threads 120 "$bld/bench_e1_threads" "$out/e1_threads.json"
 grep -v -E "^$|^wrote" "$out/cpu_e1_threads.log" | tee -a "$summary"
+
+# 7. The per-op costs on this many-core CPU (the CPU goals of bench/README.md, "The figures"), with
+# the default workers and with one; E5's peer is this machine's PyTorch (python3 here has it).
+for workers in "" 1; do
+  name=cpu_overhead${workers:+_w$workers}
+  step "$name" 120 env ASYNCND_PYTHON=python3 ${workers:+ASYNCND_CPU_WORKERS=$workers} \
+    "$bld/bench_native" --only=overhead "$out/native_overhead${workers:+_w$workers}.json"
+  grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
+    "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
+done
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status
