@@ -41,6 +41,7 @@
 
 #include "asyncnd/error.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/poisoned_blocks.h"
 
 namespace asyncnd {
 namespace detail {
@@ -89,7 +90,8 @@ constexpr bool kCanHold = static_cast<std::size_t>(kTinyElems) * sizeof(float) <
 // cudaMalloc and a cudaEventCreate. (Whether that is what made E5's loop push only one op per
 // 4.5 us on an H200 is not yet measured: bench_gpu's gpu_e5_driver_allocs_per_step says.)
 // Carved blocks are never given back to the driver (release_cache keeps them): they are at most
-// kCarveMaxBytes each, and their count is the program's peak of small arrays.
+// kCarveMaxBytes each, and their count is the program's peak of small arrays. When the driver
+// has no room for 64, one block is asked for before the cache is given back.
 constexpr std::size_t kCarveMaxBytes = std::size_t{16} << 10;
 constexpr int kCarveCount = 64;
 struct Block;
@@ -230,6 +232,7 @@ class DeviceState {
         cached_ -= size;
         if (b->node) live_.insert(std::move(b->node));  // the map's node it had: no allocation
         else live_[b->ptr] = b;                          // a carved block's first use
+        poisoned_.clear(b->ptr);  // a new array: no failed batch was to write it
         return b->ptr;
       }
       ++driver_allocs_;
@@ -238,11 +241,14 @@ class DeviceState {
     int count = size <= kCarveMaxBytes ? kCarveCount : 1;
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, size * static_cast<std::size_t>(count));
+    if (e == cudaErrorMemoryAllocation && count > 1) {  // no room for 64: one block
+      cudaGetLastError();
+      count = 1;
+      e = cudaMalloc(&p, size);
+    }
     if (e == cudaErrorMemoryAllocation) {  // give the cache back to the driver, then retry once
       cudaGetLastError();
-      start_held(true);  // held calls may still use cached blocks: cudaFree then waits for them
       release_cache();
-      count = 1;
       e = cudaMalloc(&p, size);
     }
     if (e != cudaSuccess) {
@@ -319,51 +325,56 @@ class DeviceState {
   }
 
   // ---- per-block events ----------------------------------------------------------------------
-  // Makes `stream` wait for the last queued write of the block at p (if on another stream).
-  void wait_for(cudaStream_t stream, const void* p) {
+  // Makes `stream` wait for the last queued write of the block at p (if on another stream),
+  // before work queued on it reads the block (throws if a failed held batch was to write it:
+  // PoisonedBlocks) or writes it (wait_to_write).
+  void wait_to_read(cudaStream_t stream, const void* p) {
     std::lock_guard<CountedMutex> lock(mu_);
     Block* b = find(p);
-    if (b->stream && b->stream != stream) {
-      record_pending(b);
-      check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
-    }
+    wait_locked(stream, b);
+    poisoned_.check_read(p);  // after the wait, which may start the held calls
+  }
+  void wait_to_write(cudaStream_t stream, const void* p) {
+    std::lock_guard<CountedMutex> lock(mu_);
+    wait_locked(stream, find(p));
   }
   // Records that the block at p was last written by work queued on `stream` so far.
   void written(cudaStream_t stream, const void* p) {
     std::lock_guard<CountedMutex> lock(mu_);
     Block* b = find(p);
+    poisoned_.clear(p);
     b->stream = stream;
     b->pending = b->size <= kEagerEventBytes;
     if (b->pending) return;
     check(ensure_event(b), "cudaEventCreate", id_);
     check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
   }
-  // For a held call, whose arrays are all small blocks (kCanHold): wait_for for each of them and
-  // written for its output, under one lock. The output's event stays pending: the write it marks
-  // is in the held batch, not yet on the stream.
+  // For a held call, whose arrays are all small blocks (kCanHold): wait_to_read for its inputs,
+  // wait_to_write and written for its output, under one lock. The output's event stays pending:
+  // the write it marks is in the held batch, not yet on the stream.
   void prepare_held(cudaStream_t stream, const KernelCall& c) {
     std::lock_guard<CountedMutex> lock(mu_);
-    for (const void* p : {static_cast<const void*>(c.a), static_cast<const void*>(c.b),
-                          static_cast<const void*>(c.out)}) {
+    for (const void* p : {static_cast<const void*>(c.a), static_cast<const void*>(c.b)}) {
       if (!p) continue;
-      Block* b = find(p);
-      if (b->stream && b->stream != stream) {
-        record_pending(b);
-        check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
-      }
+      wait_locked(stream, find(p));
+      poisoned_.check_read(p);
     }
     Block* out = find(c.out);
+    wait_locked(stream, out);
+    poisoned_.clear(c.out);
     out->stream = stream;
     out->pending = true;
   }
   // Blocks until the last queued write of the block at p has finished.
+  // Throws, as wait_to_read, if a failed held batch was to write it.
   void wait_host(const void* p) {
     cudaEvent_t ev = nullptr;
     {
       std::lock_guard<CountedMutex> lock(mu_);
       Block* b = find(p);
+      if (b->stream) record_pending(b);
+      poisoned_.check_read(p);
       if (!b->stream) return;
-      record_pending(b);
       ev = b->ready;
     }
     check(cudaSetDevice(id_), "cudaSetDevice", id_);
@@ -378,14 +389,16 @@ class DeviceState {
     std::lock_guard<CountedMutex> lock(bmu_);
     batch_.calls[batch_.count++] = tiny_call(c);
     ++held_calls_;
-    if (batch_.count == kTinyBatchMax) start_held_locked(true);
+    if (batch_.count == kTinyBatchMax) start_held_locked();
   }
   // Starts the held calls, if any, on the compute stream, with this device current (the caller
-  // may be another device's worker; its device is restored). A failure to start them is thrown
-  // (throw_errors) or kept for the next synchronize (take_held_error).
-  void start_held(bool throw_errors) {
+  // may be another device's worker; its device is restored). Never throws for a batch that
+  // fails to start: its ops have completed, so the failure goes on their outputs' blocks
+  // (PoisonedBlocks: their next reader fails with it) and to the next synchronize
+  // (take_held_error), which reports it once.
+  void start_held() {
     std::lock_guard<CountedMutex> lock(bmu_);
-    start_held_locked(throw_errors);
+    start_held_locked();
   }
   std::string take_held_error() {
     std::lock_guard<CountedMutex> lock(bmu_);
@@ -501,7 +514,7 @@ class DeviceState {
   // device current, and the caller's device restored.
   void record_pending(Block* b) {
     if (!b->pending) return;
-    if (b->stream == compute_) start_held(true);  // the write may be a held call
+    if (b->stream == compute_) start_held();  // the write may be a held call
     int current = id_;
     cudaGetDevice(&current);
     if (current != id_) cudaSetDevice(id_);
@@ -512,13 +525,21 @@ class DeviceState {
     b->pending = false;
   }
 
+  // Makes `stream` wait for the last queued write of b, if on another stream (caller holds mu_).
+  void wait_locked(cudaStream_t stream, Block* b) {
+    if (b->stream && b->stream != stream) {
+      record_pending(b);
+      check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
+    }
+  }
+
   // A block's event, made on first need (caller holds mu_, with this device current).
   static cudaError_t ensure_event(Block* b) {
     if (b->ready) return cudaSuccess;
     return cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming);
   }
 
-  void start_held_locked(bool throw_errors) {  // caller holds bmu_
+  void start_held_locked() noexcept {  // caller holds bmu_
     if (batch_.count == 0) return;
     const int n = batch_.count;
     int current = id_;
@@ -530,10 +551,14 @@ class DeviceState {
     ++batches_;
     if (e == cudaSuccess) return;
     cudaGetLastError();
-    std::string what = "cuda: " + std::to_string(n) + " small kernels held on gpu(" +
-                       std::to_string(id_) + ") failed to start: " + cuda_text(e);
-    if (throw_errors) throw Error(what);
-    if (held_error_.empty()) held_error_ = std::move(what);
+    // (noexcept: a host allocation failing here ends the process, as in the engine's own
+    // bookkeeping; README.md, "Errors".)
+    const std::string what = "cuda: " + std::to_string(n) + " small kernels held on gpu(" +
+                             std::to_string(id_) + ") failed to start: " + cuda_text(e);
+    const void* outs[kTinyBatchMax];
+    for (int i = 0; i < n; ++i) outs[i] = batch_.calls[i].out;
+    poisoned_.mark(outs, n, what);
+    if (held_error_.empty()) held_error_ = what;
   }
 
   Block* find(const void* p) {  // caller holds mu_
@@ -557,8 +582,14 @@ class DeviceState {
         }
         list.erase(own, list.end());
       }
+      // A held call may still use a block just taken out: its op has completed, so the engine
+      // may have freed the block, but the call is not on the stream yet, and cudaFree waits only
+      // for work already there. Every such call is held by now (it was held before its op
+      // completed, and the free came after): start them, then cudaFree waits for them.
+      start_held();
     }
     for (Block* b : blocks) {  // cudaFree waits for the device, so queued users are done
+      poisoned_.clear(b->ptr);  // the driver may hand the address out again
       cudaFree(b->ptr);
       if (b->ready) cudaEventDestroy(b->ready);
       delete b;
@@ -626,7 +657,8 @@ class DeviceState {
   CountedMutex bmu_;  // the held calls
   TinyBatch batch_{};
   std::uint64_t held_calls_ = 0, batches_ = 0;
-  std::string held_error_;  // a batch that flush could not start
+  std::string held_error_;  // a batch that could not start, for the next synchronize
+  PoisonedBlocks poisoned_;  // its outputs, for their next readers
 
   std::mutex smu_;  // spans_
   std::vector<TimedSpan> spans_;
@@ -745,15 +777,15 @@ class CudaBackend final : public Backend {
       done.done();
       return;
     }
-    d.start_held(true);  // the held calls go first
+    d.start_held();  // the held calls go first
     if (c.kind == Kind::kCopy) {
       copy(d, c, std::move(done));
       return;
     }
     const cudaStream_t s = d.compute();
-    if (c.a) d.wait_for(s, c.a);
-    if (c.b) d.wait_for(s, c.b);
-    d.wait_for(s, c.out);  // a write waits for the last write too (e.g. a host-to-device copy)
+    if (c.a) d.wait_to_read(s, c.a);
+    if (c.b) d.wait_to_read(s, c.b);
+    d.wait_to_write(s, c.out);  // a write waits for the last write too (e.g. a host-to-device copy)
     SpanTimer timer(d, s, timing());
     if (c.kind == Kind::kGemm) {
       const auto& g = c.gemm;
@@ -772,23 +804,20 @@ class CudaBackend final : public Backend {
     if (!started_state) return;  // never used: nothing queued (and no need to start it)
     DeviceState& d = *started_state;
     if (p) {
-      d.wait_host(p);
-    } else {
-      d.start_held(true);
-      check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
-      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
+      d.wait_host(p);  // throws if a failed held batch was to write it
+      return;
     }
+    d.start_held();
+    check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_id);
+    // A held batch that failed to start, once (its outputs also fail their readers).
     const std::string held_error = d.take_held_error();
     if (!held_error.empty()) throw Error(held_error);
   }
 
   void flush(int device_id) noexcept override {
     if (DeviceState* d = started(device_id)) {
-      try {
-        d->start_held(false);  // a failure waits for the next synchronize
-      } catch (...) {
-        // only the message's allocation can throw here: the failure itself was kept
-      }
+      d->start_held();  // a failure waits for the blocks' readers and the next synchronize
     }
   }
 
@@ -837,7 +866,7 @@ class CudaBackend final : public Backend {
       p.staging = d.pinned().get(bytes, d.id());
       std::memcpy(p.staging.ptr, c.a, bytes);
       try {
-        d.wait_for(d.copy(), c.out);
+        d.wait_to_write(d.copy(), c.out);
         SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(c.out, p.staging.ptr, bytes, cudaMemcpyHostToDevice, d.copy()),
               "cudaMemcpyAsync (host to device)", d.id());
@@ -855,7 +884,7 @@ class CudaBackend final : public Backend {
       Pending p;
       p.staging = d.pinned().get(bytes, d.id());
       try {
-        d.wait_for(d.copy(), c.a);
+        d.wait_to_read(d.copy(), c.a);
         SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(p.staging.ptr, c.a, bytes, cudaMemcpyDeviceToHost, d.copy()),
               "cudaMemcpyAsync (device to host)", d.id());
@@ -871,8 +900,8 @@ class CudaBackend final : public Backend {
       return;
     }
     if (src == dst) {  // on one device: in stream order, like a kernel
-      d.wait_for(d.compute(), c.a);
-      d.wait_for(d.compute(), c.out);
+      d.wait_to_read(d.compute(), c.a);
+      d.wait_to_write(d.compute(), c.out);
       SpanTimer timer(d, d.compute(), timing());
       check(cudaMemcpyAsync(c.out, c.a, bytes, cudaMemcpyDeviceToDevice, d.compute()),
             "cudaMemcpyAsync (device to device)", d.id());
@@ -886,8 +915,8 @@ class CudaBackend final : public Backend {
     // the other device's streams, cannot overtake the copy.
     DeviceState& s = state(src.id);
     check(cudaSetDevice(d.id()), "cudaSetDevice", d.id());
-    s.wait_for(d.copy(), c.a);
-    d.wait_for(d.copy(), c.out);
+    s.wait_to_read(d.copy(), c.a);
+    d.wait_to_write(d.copy(), c.out);
     SpanTimer timer(d, d.copy(), timing());
     check(cudaMemcpyPeerAsync(c.out, dst.id, c.a, src.id, bytes, d.copy()), "cudaMemcpyPeerAsync",
           d.id());

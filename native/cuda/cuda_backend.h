@@ -43,16 +43,17 @@ struct CudaHeldCounts {
 };
 CudaHeldCounts cuda_held_counts(int device);
 
-// The allocator's calls on `device` so far, those that called cudaMalloc (the rest came from
-// its cache), and how often a thread found the device state's locks taken (the frontend's alloc
+// The allocator's calls on `device` so far, those its cache could not serve (each called
+// cudaMalloc, once, or again after a failure; the rest came from the cache), and how often a thread found the device state's locks taken (the frontend's alloc
 // and free meet the worker's launches there). For bench_gpu: what a loop's allocations cost.
 struct CudaAllocCounts {
   std::uint64_t allocs = 0, driver_allocs = 0, lock_waits = 0;
 };
 CudaAllocCounts cuda_alloc_counts(int device);
 
-// Bytes the allocator of `device` holds for reuse (freed by arrays, not in use, so not counted
-// in the engine's bytes_in_use). 0 for a device never used.
+// Bytes the allocator of `device` holds for reuse, not in use, so not counted in the engine's
+// bytes_in_use: blocks freed by arrays, and the blocks of a small size's cudaMalloc (64 at a
+// time) not used yet. 0 for a device never used.
 std::size_t cuda_cached_bytes(int device);
 
 }  // namespace detail

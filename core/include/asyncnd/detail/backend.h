@@ -47,13 +47,14 @@ class Backend {
   //  - Such a backend may also hold accepted calls back, to start several small ones at once (the
   //    CUDA backend with ASYNCND_CUDA_BATCH), if it starts them by itself before anything can
   //    observe them (its synchronize, a copy that reads their output, a call it does not hold)
-  //    and at its flush.
+  //    and at its flush. Their ops have completed by then, so held calls that fail to start
+  //    fail their outputs' later readers and the next synchronize(id, nullptr).
   virtual void launch(int device_id, const KernelCall& call, Completion done) = 0;
 
   // (optional) Starts the calls held back on device `device_id` (see launch). The engine calls it
   // when the device's worker finds no more ops to run (and the naive engine after each op), so
   // that held calls never wait for the program's next push. A failure to start them is reported
-  // by the next synchronize. Default: nothing is held.
+  // to their outputs' readers and by the next synchronize(id, nullptr). Default: nothing held.
   virtual void flush(int device_id) noexcept { (void)device_id; }
 
   // Whether the CPU may read and write this backend's storage directly. True for the CPU
