@@ -413,6 +413,13 @@ int set_max_inflight(double ops, double bytes) {
           throw Error("setMaxInflight: ops and bytes must be non-negative integers, got ops=" +
                       std::to_string(ops) + " bytes=" + std::to_string(bytes));
         }
+        // A size here is 32 bits (wasm32): a larger bound would wrap, so it is an error.
+        constexpr double kMax = static_cast<double>(std::numeric_limits<std::size_t>::max());
+        if (ops > kMax || bytes > kMax) {
+          throw Error("setMaxInflight: ops and bytes must be at most " + std::to_string(
+                          std::numeric_limits<std::size_t>::max()) + " (0: no bound), got ops=" +
+                      std::to_string(ops) + " bytes=" + std::to_string(bytes));
+        }
         engine().set_max_inflight(static_cast<std::size_t>(ops), static_cast<std::size_t>(bytes));
         return 0;
       },

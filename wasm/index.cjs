@@ -490,9 +490,10 @@ function makeApi(M, threads, simd) {
       },
       // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
       // workers catch up. Replaces both bounds, the default ones included (see resetMaxInflight).
+      // A bound is a 32-bit size in WebAssembly: at most 2^32 - 1.
       setMaxInflight({ ops = 0, bytes = 0 } = {}) {
-        intArg('setMaxInflight', 'ops', ops, 0, Number.MAX_SAFE_INTEGER);
-        intArg('setMaxInflight', 'bytes', bytes, 0, Number.MAX_SAFE_INTEGER);
+        intArg('setMaxInflight', 'ops', ops, 0, 0xffffffff);
+        intArg('setMaxInflight', 'bytes', bytes, 0, 0xffffffff);
         check(M.setMaxInflight(ops, bytes));
       },
       // Back to the bounds the engine started with: 524288 ops and a quarter of the module's

@@ -120,11 +120,15 @@ window.playground = state;
 // ---- the worker ---------------------------------------------------------------------------
 function hardwareThreads() { return navigator.hardwareConcurrency || 2; }
 
-// An empty control keeps the engine's default bound (null); 0 switches that bound off.
+// An empty control keeps the engine's default bound (null); 0 switches that bound off. A bound is
+// a 32-bit size in WebAssembly (setMaxInflight refuses more): a larger entry, which the 2 GiB heap
+// could never reach anyway, is taken as that largest bound.
 function boundFromControls() {
   const read = (id) => ($(id).value.trim() === '' ? null : Math.max(0, Number($(id).value) || 0));
   const ops = read('#bound-ops'), mb = read('#bound-mb');
-  return { ops: ops === null ? null : Math.floor(ops), bytes: mb === null ? null : Math.round(mb * 1e6) };
+  const size = (v) => Math.min(v, 0xffffffff);
+  return { ops: ops === null ? null : size(Math.floor(ops)),
+           bytes: mb === null ? null : size(Math.round(mb * 1e6)) };
 }
 
 function setStatus(kind, text) {

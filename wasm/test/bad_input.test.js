@@ -65,6 +65,12 @@ test('integers outside int32 are refused, not wrapped by Embind', async () => {
   refused(nd, () => nd.seed('7'), /^seed: .* got '7'$/);
   refused(nd, () => nd.engine.setMaxInflight({ ops: 2 ** 53 }), /^setMaxInflight: ops must be an integer/);
   refused(nd, () => nd.engine.setMaxInflight({ bytes: -1 }), /^setMaxInflight: bytes must be an integer .* got -1$/);
+  // A bound is a 32-bit size in WebAssembly: 2^32 was once taken as 0 (no bound), silently.
+  refused(nd, () => nd.engine.setMaxInflight({ bytes: 2 ** 32 }), /^setMaxInflight: bytes must be an integer from 0 to 4294967295, got 4294967296$/);
+  refused(nd, () => nd.engine.setMaxInflight({ ops: 2 ** 32 }), /^setMaxInflight: ops must be an integer from 0 to 4294967295/);
+  nd.engine.setMaxInflight({ ops: 2 ** 32 - 1, bytes: 2 ** 32 - 1 });
+  assert.equal(nd.engine.stats().maxInflightBytes, 2 ** 32 - 1);
+  nd.engine.resetMaxInflight();
   refused(nd, () => nd.nn.Dense(2 ** 53), /^nn\.Dense: units must be an integer from 1 to 9007199254740991, got 9007199254740992$/);
   refused(nd, () => nd.nn.Dense(4, '', { inUnits: -3 }), /^nn\.Dense: inUnits must be an integer .* got -3$/);
   refused(nd, () => nd._bench.benchVars(2 ** 32), /^benchVars: n must be an integer from 0 to 2147483647, got 4294967296$/);

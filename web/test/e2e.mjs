@@ -253,6 +253,15 @@ try {
     assert.match(await page.textContent('#code-output'), /⇒ 1$/m);
     await page.fill('#bound-ops', '');  // back to the engine's default
     await page.dispatchEvent('#bound-ops', 'change');
+    // More MB than a 32-bit size holds: the largest bound, not an error (nor no bound at all).
+    await page.fill('#bound-mb', '5000');
+    await page.dispatchEvent('#bound-mb', 'change');
+    await page.evaluate(() => window.playground.editor.setValue('return nd.engine.stats().maxInflightBytes;'));
+    await page.click('#code-run');
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
+    assert.match(await page.textContent('#code-output'), /⇒ 4294967295$/m);
+    await page.fill('#bound-mb', '');
+    await page.dispatchEvent('#bound-mb', 'change');
   });
 
   await check('Stop run ends a runaway code cell by restarting the worker', async () => {

@@ -1,4 +1,5 @@
-// The whole public C++ API of asyncnd: #include <asyncnd/asyncnd.h>.
+// The whole public C++ API of asyncnd but asyncnd::dist (<asyncnd/dist.h>, in the library
+// asyncnd::dist): #include <asyncnd/asyncnd.h>.
 #pragma once
 
 #include "asyncnd/autograd.h"

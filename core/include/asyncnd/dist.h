@@ -14,14 +14,15 @@
 //
 // Ordering without a coordinator: every rank runs the same program, so each collective gets a
 // sequence number when it is pushed, and one communication thread per process issues the
-// collectives strictly in that order, driving MPI's nonblocking collectives to completion. So:
+// collectives strictly in that order (blocking MPI calls where MPI provides MPI_THREAD_MULTIPLE,
+// else nonblocking ones driven with MPI_Test: see init). So:
 // push collectives from one thread, in the same order on every rank (as with MPI itself). The
 // thread never holds an engine worker: a collective is an Engine::push_async op.
 //
 // Failures are loud: an MPI error becomes the op's error (rethrown at the next wait); a
-// collective that does not complete within ASYNCND_DIST_TIMEOUT_S seconds (default 300) makes the
-// communication thread print the collective's name and sequence number on stderr and call
-// MPI_Abort, which ends every rank of the job.
+// collective that does not complete within ASYNCND_DIST_TIMEOUT_S seconds (default 300) makes a
+// watchdog thread print the collective's name and sequence number on stderr and call MPI_Abort,
+// which ends every rank of the job.
 #pragma once
 
 #include <cstddef>

@@ -29,7 +29,8 @@ struct EngineAccess;
 class Engine;
 
 // What an op runs: any callable with no arguments (a lambda, also a move-only one; a function
-// pointer; a std::function). Captures up to 48 bytes are stored inside the op, unallocated.
+// pointer; a std::function). Captures up to 136 bytes that move without throwing are stored
+// inside the op, unallocated.
 using OpFunction = detail::OpFunction;
 
 // A variable: the unit of dependency tracking. Every array owns one; users who schedule their own
@@ -169,7 +170,8 @@ struct DeviceStats {
 // when OpenBLAS fell back to a pre-AVX2 kernel on a CPU with AVX2 or AVX-512, after a self-test),
 // "avx512" (asyncnd's own AVX-512 GEMM, where the CPU has AVX-512 and OpenBLAS's kernel does not
 // use it, after a self-test), or "portable" (ASYNCND_GEMM=portable, or a build without OpenBLAS
-// on a CPU without AVX-512); in WebAssembly "portable (wasm SIMD128)".
+// on a CPU without AVX-512); in WebAssembly "portable (wasm SIMD128)", or "portable (wasm
+// SIMD128 + relaxed madd)" in the relaxed-SIMD module.
 // ASYNCND_GEMM=auto|openblas|portable|avx512 chooses; a user's OPENBLAS_CORETYPE is never
 // overridden (OpenBLAS keeps it, whichever GEMM runs). Starts the CPU backend if it has not
 // started; throws asyncnd::Error for a bad ASYNCND_GEMM. Any thread.
