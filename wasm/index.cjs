@@ -78,10 +78,9 @@ function makeApi(M, threads, simd) {
   // The safety net for arrays nobody deleted: their handle goes when the wrapper is collected.
   // Registering and unregistering at delete() cost V8 about 0.2 us together: a quarter of a tiny
   // op through this API (x.add(1).delete(); bench/README.md, "the FinalizationRegistry at the end
-  // of the task"). So a new array is
-  // registered at the end of the current task (a microtask), and only if it is still alive then:
-  // an array deleted within the task it was made in, as in most loops, never touches the
-  // registry. Nothing is lost: finalizers run only between tasks, so an array collected during
+  // of the task"). So a new array is registered at the end of the current task (a microtask), and
+  // only if it is still alive then: an array deleted within the task it was made in, as in most
+  // loops, never touches the registry. Nothing is lost: finalizers run only between tasks, so an array collected during
   // its task could not have been released sooner; until then it is held in `unregistered`. A
   // long synchronous loop registers its live arrays every kRegisterBatch arrays, so that the list
   // (and the deleted wrappers it keeps from the collector) stays short.
