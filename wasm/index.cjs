@@ -80,10 +80,11 @@ function makeApi(M, threads, simd) {
   // op through this API (x.add(1).delete(); bench/README.md, "the FinalizationRegistry at the end
   // of the task"). So a new array is registered at the end of the current task (a microtask), and
   // only if it is still alive then: an array deleted within the task it was made in, as in most
-  // loops, never touches the registry. Nothing is lost: finalizers run only between tasks, so an
-  // array collected during its task could not have been released sooner; until then it is held
-  // in `unregistered`. A long synchronous loop registers its live arrays every kRegisterBatch
-  // arrays, so that the list (and the deleted wrappers it keeps from the collector) stays short.
+  // loops, never touches the registry. The price: an array dropped without delete() in the task
+  // that made it is held in `unregistered` until that task ends, so the collector frees it at
+  // its first run after the task, not during it (its finalizer could not run before the task's
+  // end anyway). A long synchronous loop registers its live arrays every kRegisterBatch arrays,
+  // so that the list (and the deleted wrappers it keeps from the collector) stays short.
   const registry = new FinalizationRegistry((h) => M.release(h));
   const objectRegistry = new FinalizationRegistry((id) => M.nnRelease(id));
   const scopes = [];  // nd.tidy: one Set of arrays per open scope
