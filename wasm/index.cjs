@@ -85,6 +85,9 @@ function makeApi(M, threads, simd) {
   // its first run after the task, not during it (its finalizer could not run before the task's
   // end anyway). A long synchronous loop registers its live arrays every kRegisterBatch arrays,
   // so that the list (and the deleted wrappers it keeps from the collector) stays short.
+  // An array made inside nd.tidy needs no safety net while its scope is open (the scope deletes
+  // it, and scopes are synchronous): it is listed only if it leaves every scope alive (returned
+  // from the outermost one, or nd.keep).
   const registry = new FinalizationRegistry((h) => M.release(h));
   const objectRegistry = new FinalizationRegistry((id) => M.nnRelease(id));
   const scopes = [];  // nd.tidy: one Set of arrays per open scope
@@ -105,6 +108,14 @@ function makeApi(M, threads, simd) {
     registerQueued = false;
     registerNew();
   }
+  // Lists a live array that is in no tidy scope, to be registered at the end of this task.
+  function track(a) {
+    if (unregistered.push(a) >= kRegisterBatch) registerNew();
+    if (!registerQueued) {
+      registerQueued = true;
+      queueMicrotask(registerQueuedNew);
+    }
+  }
 
   class NDArray {
     // scoped = false: the array belongs to another one (x.grad), never to a tidy scope.
@@ -113,12 +124,8 @@ function makeApi(M, threads, simd) {
       this._shape = null;
       this._grad = null;
       this._registered = false;
-      if (unregistered.push(this) >= kRegisterBatch) registerNew();
-      if (!registerQueued) {
-        registerQueued = true;
-        queueMicrotask(registerQueuedNew);
-      }
       if (scoped && scopes.length) scopes[scopes.length - 1].add(this);
+      else track(this);
     }
     _handle(op) {
       if (this._h < 0) throw new Error(`${op}: the array was deleted`);
@@ -488,6 +495,7 @@ function makeApi(M, threads, simd) {
         for (const a of scope) {
           if (keep.has(a)) {
             if (scopes.length) scopes[scopes.length - 1].add(a);
+            else track(a);  // out of every scope: the safety net from now on
           } else {
             a.delete();
           }
@@ -500,7 +508,9 @@ function makeApi(M, threads, simd) {
     },
     // Takes x out of every open tidy scope; it then lives until x.delete() (or collection).
     keep(x) {
-      for (const s of scopes) s.delete(x);
+      let scoped = false;
+      for (const s of scopes) scoped = s.delete(x) || scoped;
+      if (scoped && !x._registered && x._h >= 0) track(x);  // out of every scope: the safety net
       return x;
     },
 

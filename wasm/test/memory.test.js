@@ -72,6 +72,33 @@ test('arrays nobody deleted are freed after garbage collection (FinalizationRegi
   assert.equal(after.bytesInUse, before.bytesInUse);
 });
 
+test('arrays that leave tidy scopes alive are freed after garbage collection too', async () => {
+  // Inside a scope an array is not in the FinalizationRegistry (its scope deletes it); one that
+  // leaves every scope (nd.keep, or returned from the outermost tidy) must enter it then.
+  const nd = await loading;
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const before = nd.engine.stats();
+  (() => {
+    for (let i = 0; i < 20; ++i) {
+      nd.tidy(() => {
+        nd.keep(nd.ones([100]).add(i));  // kept: out of every scope
+        nd.ones([100]);                  // deleted by the scope
+        return [nd.ones([100]).mul(2)];  // returned from the outermost scope
+      });
+    }
+    nd.tidy(() => nd.tidy(() => nd.ones([3])));  // through a nested scope, then out
+  })();
+  nd.waitAll();
+  assert.equal(nd.engine.stats().liveArrays - before.liveArrays, 41);
+  for (let i = 0; i < 50 && nd.engine.stats().liveArrays > before.liveArrays; ++i) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  nd.waitAll();
+  assert.equal(nd.engine.stats().liveArrays, before.liveArrays, 'the registry released the escaped arrays');
+});
+
 test('a loop of 2000 steps with delete keeps memory flat', async () => {
   const nd = await loading;
   let y = nd.zeros([256, 256]);
