@@ -47,21 +47,16 @@ test('tidy deletes what it made except what it returns, nested; keep opts out', 
   assert.throws(() => nd.tidy(async () => nd.ones([3])), /tidy: fn returned a Promise/);
 });
 
-test('arrays nobody deleted are freed after garbage collection (FinalizationRegistry)', async () => {
-  const nd = await loading;
+// Runs make() (which drops what it makes), checks that `made` arrays are then alive, and that
+// garbage collection brings the engine's live arrays and bytes back to where they were.
+async function freedAfterCollection(nd, made, make) {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc');
-  const before = nd.engine.stats();
-  // 10 000 arrays, never deleted, made in one synchronous run among as many deleted ones: an
-  // array is registered at the end of its task, or every 4096 arrays in a longer run (index.cjs).
-  (() => {
-    for (let i = 0; i < 5000; ++i) {
-      nd.ones([100]).add(i);
-      nd.ones([100]).delete();
-    }
-  })();
   nd.waitAll();
-  assert.equal(nd.engine.stats().liveArrays - before.liveArrays, 10000);
+  const before = nd.engine.stats();
+  make();
+  nd.waitAll();
+  assert.equal(nd.engine.stats().liveArrays - before.liveArrays, made);
   for (let i = 0; i < 50 && nd.engine.stats().liveArrays > before.liveArrays; ++i) {
     gc();
     await new Promise((r) => setTimeout(r, 10));  // finalizers run as tasks after a collection
@@ -70,16 +65,25 @@ test('arrays nobody deleted are freed after garbage collection (FinalizationRegi
   const after = nd.engine.stats();
   assert.equal(after.liveArrays, before.liveArrays, 'the registry released every collected array');
   assert.equal(after.bytesInUse, before.bytesInUse);
+}
+
+test('arrays nobody deleted are freed after garbage collection (FinalizationRegistry)', async () => {
+  // 10 000 arrays, never deleted, made in one synchronous run with 5000 deleted ones: an
+  // array is registered at the end of its task, or every 4096 arrays in a longer run (index.cjs).
+  const nd = await loading;
+  await freedAfterCollection(nd, 10000, () => {
+    for (let i = 0; i < 5000; ++i) {
+      nd.ones([100]).add(i);
+      nd.ones([100]).delete();
+    }
+  });
 });
 
 test('arrays that leave tidy scopes alive are freed after garbage collection too', async () => {
   // Inside a scope an array is not in the FinalizationRegistry (its scope deletes it); one that
   // leaves every scope (nd.keep, or returned from the outermost tidy) must enter it then.
   const nd = await loading;
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc');
-  const before = nd.engine.stats();
-  (() => {
+  await freedAfterCollection(nd, 41, () => {
     for (let i = 0; i < 20; ++i) {
       nd.tidy(() => {
         nd.keep(nd.ones([100]).add(i));  // kept: out of every scope
@@ -88,15 +92,7 @@ test('arrays that leave tidy scopes alive are freed after garbage collection too
       });
     }
     nd.tidy(() => nd.tidy(() => nd.ones([3])));  // through a nested scope, then out
-  })();
-  nd.waitAll();
-  assert.equal(nd.engine.stats().liveArrays - before.liveArrays, 41);
-  for (let i = 0; i < 50 && nd.engine.stats().liveArrays > before.liveArrays; ++i) {
-    gc();
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  nd.waitAll();
-  assert.equal(nd.engine.stats().liveArrays, before.liveArrays, 'the registry released the escaped arrays');
+  });
 });
 
 test('a loop of 2000 steps with delete keeps memory flat', async () => {
