@@ -330,9 +330,7 @@ class DeviceState {
   // PoisonedBlocks) or writes it (wait_to_write).
   void wait_to_read(cudaStream_t stream, const void* p) {
     std::lock_guard<CountedMutex> lock(mu_);
-    Block* b = find(p);
-    wait_locked(stream, b);
-    poisoned_.check_read(p);  // after the wait, which may start the held calls
+    wait_read_locked(stream, p);
   }
   void wait_to_write(cudaStream_t stream, const void* p) {
     std::lock_guard<CountedMutex> lock(mu_);
@@ -355,9 +353,7 @@ class DeviceState {
   void prepare_held(cudaStream_t stream, const KernelCall& c) {
     std::lock_guard<CountedMutex> lock(mu_);
     for (const void* p : {static_cast<const void*>(c.a), static_cast<const void*>(c.b)}) {
-      if (!p) continue;
-      wait_locked(stream, find(p));
-      poisoned_.check_read(p);
+      if (p) wait_read_locked(stream, p);
     }
     Block* out = find(c.out);
     wait_locked(stream, out);
@@ -531,6 +527,12 @@ class DeviceState {
       record_pending(b);
       check(cudaStreamWaitEvent(stream, b->ready, 0), "cudaStreamWaitEvent", id_);
     }
+  }
+  // wait_locked before a read of the block at p, then the check of its mark (after the wait,
+  // which may start the held calls, and so fail a batch that was to write it).
+  void wait_read_locked(cudaStream_t stream, const void* p) {
+    wait_locked(stream, find(p));
+    poisoned_.check_read(p);
   }
 
   // A block's event, made on first need (caller holds mu_, with this device current).

@@ -76,8 +76,9 @@ NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> 
 // The hook every differentiable op calls on its result: free when not recording. Always inlined:
 // left out of line (as Emscripten's -O2 left it), the call may throw, and in WebAssembly each op
 // then paid a JavaScript exception trampoline for it (docs/architecture.md).
-__attribute__((always_inline)) inline NDArray recorded(GradOp op, NDArray out, std::initializer_list<const NDArray*> inputs,
-                        const GradAttrs& attrs = {}) {
+__attribute__((always_inline)) inline NDArray recorded(GradOp op, NDArray out,
+                                                      std::initializer_list<const NDArray*> inputs,
+                                                      const GradAttrs& attrs = {}) {
   if (!t_recording) return out;
   return record_op(op, std::move(out), inputs, attrs);
 }

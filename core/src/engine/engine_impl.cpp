@@ -103,12 +103,17 @@ int EngineImpl::num_workers(Device device) {
   return pool_for(device).size();
 }
 
+DevicePool* EngineImpl::find_pool_locked(Device device) noexcept {
+  for (auto& p : other_pools_) {
+    if (p->device() == device) return p.get();
+  }
+  return nullptr;
+}
+
 DevicePool& EngineImpl::pool_for(Device device) {
   if (device.is_cpu()) return *cpu_pool_;
   std::lock_guard<std::mutex> lk(pools_mu_);
-  for (auto& p : other_pools_) {
-    if (p->device() == device) return *p;
-  }
+  if (DevicePool* p = find_pool_locked(device)) return *p;
   // One worker launches a GPU's ops; the device itself runs them asynchronously.
   other_pools_.push_back(std::make_unique<DevicePool>(this, device, 1));
   n_other_pools_.store(static_cast<int>(other_pools_.size()), std::memory_order_release);
@@ -118,9 +123,7 @@ DevicePool& EngineImpl::pool_for(Device device) {
 DevicePool& EngineImpl::pool_of(Device device) noexcept {
   if (device.is_cpu()) return *cpu_pool_;
   std::lock_guard<std::mutex> lk(pools_mu_);
-  for (auto& p : other_pools_) {
-    if (p->device() == device) return *p;
-  }
+  if (DevicePool* p = find_pool_locked(device)) return *p;
   std::abort();  // invariant: push made it (pool_for)
 }
 

@@ -369,6 +369,7 @@ class EngineImpl {
   void check_var(const VarBlock* v, const char* op, const char* role) const;
   DevicePool& pool_for(Device device);  // makes a device's pool on its first op; may throw
   DevicePool& pool_of(Device device) noexcept;  // a pool pool_for made
+  DevicePool* find_pool_locked(Device device) noexcept;  // caller holds pools_mu_; null: none
   void backpressure(std::size_t bytes);
 
   OprBlock* new_op(int nacc);
