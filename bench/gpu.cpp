@@ -16,14 +16,15 @@
 //                                 (gpu_e5_push_step_us: the asynchronous loop before its waitall)
 //   gpu_e5_worker_op_us, gpu_e5_op_interval_us   2000 asynchronous steps profiled: the GPU
 //                                 worker's time in one op, and from one op's start to the next's
-//   gpu_batching                  1 when ASYNCND_CUDA_BATCH=1 held small calls in the figures
-//                                 above and below, else 0
+//   gpu_batching                  1 when small calls may be held in the figures above and below
+//                                 (ASYNCND_CUDA_BATCH unset or 1, the default), else 0
 //   gpu_e5_driver_allocs_per_step cudaMalloc calls per E5 step in those loops (the allocator's
 //                                 cache missed); gpu_e5_lock_waits_per_step: times per step the
 //                                 frontend or the worker found the allocator's lock taken
-//   gpu_e5_held_*                 the E5 loops again with small calls held and started together
-//                                 (cuda_set_batching(true)); gpu_e5_held_calls_per_launch: calls
-//                                 per batch launched
+//   gpu_e5_unheld_*               the E5 loops again in the other mode: each call launched
+//                                 (gpu_e5_held_* instead where ASYNCND_CUDA_BATCH=0 made that the
+//                                 default); gpu_e5_held_calls_per_launch: calls per batch launched
+//                                 in the loops that may hold
 //   gpu_e5_push_worker_held_us    the asynchronous loop alone while a host op holds the GPU's
 //                                 engine worker (no kernel launched meanwhile): the frontend's own
 //                                 cost per step
@@ -31,6 +32,9 @@
 //   gpu_launch_sync_floor_us, gpu_launch_floor_us   the floor of the same loops on this machine:
 //                                 10 000 bare launches of a tiny kernel from one thread, no
 //                                 engine, with a stream sync after each or once
+//   gpu_batch1_launch_*, gpu_batch48_launch_*       the same floors for a batch of one call in
+//                                 the held calls' batch kernel, its parameter with room for 1 call
+//                                 and for 48 (cuda_kernels.h, run_tiny_batch)
 //   torch_cuda_e5_*, torch_cuda_e6_sync_s       the same in PyTorch's CUDA eager
 //                                 (`python3 bench/torch_peer.py --cuda`; ASYNCND_PYTHON names
 //                                 another Python); omitted, saying why, where it does not run
@@ -194,9 +198,12 @@ void bench_e5(const Device gpu) {
   const int n = 10000;
   const double steps = 1000.0 + 5 * 2 * n;  // e5_steps: warm-up, then 5 x (sync, async)
   const bool held_default = detail::cuda_batching();
-  record("gpu_batching", held_default ? 1 : 0, "ASYNCND_CUDA_BATCH: small calls held (1) or not");
+  record("gpu_batching", held_default ? 1 : 0,
+         "ASYNCND_CUDA_BATCH: small calls may be held (1, the default) or not");
   const detail::CudaAllocCounts a0 = detail::cuda_alloc_counts(gpu.id);
+  const detail::CudaHeldCounts h0 = detail::cuda_held_counts(gpu.id);
   const E5Steps g = e5_steps(gpu, n);
+  const detail::CudaHeldCounts h1 = detail::cuda_held_counts(gpu.id);
   const detail::CudaAllocCounts a1 = detail::cuda_alloc_counts(gpu.id);
   record_e5("gpu_e5_", g, "");
   record("gpu_e5_driver_allocs_per_step",
@@ -204,17 +211,25 @@ void bench_e5(const Device gpu) {
          "  cudaMalloc calls per step (allocations the cache could not serve)");
   record("gpu_e5_lock_waits_per_step", static_cast<double>(a1.lock_waits - a0.lock_waits) / steps,
          "  times per step a thread found the CUDA allocator's lock taken");
-  // The same with small calls held and started together (cuda_backend.cpp, "Held calls").
-  detail::cuda_set_batching(true);
-  try {
-    const detail::CudaHeldCounts h0 = detail::cuda_held_counts(gpu.id);
-    const E5Steps h = e5_steps(gpu, n);
-    const detail::CudaHeldCounts h1 = detail::cuda_held_counts(gpu.id);
-    record_e5("gpu_e5_held_", h, ", small calls held");
+  // The same in the other mode (cuda_backend.cpp, "Held calls").
+  auto held_per_launch = [](const detail::CudaHeldCounts& b, const detail::CudaHeldCounts& e) {
     record("gpu_e5_held_calls_per_launch",
-           static_cast<double>(h1.calls - h0.calls) /
-               static_cast<double>(h1.batches > h0.batches ? h1.batches - h0.batches : 1),
-           "  calls started per batch launch");
+           static_cast<double>(e.calls - b.calls) /
+               static_cast<double>(e.batches > b.batches ? e.batches - b.batches : 1),
+           "  calls started per batch launch, in the loops that may hold");
+  };
+  if (held_default) held_per_launch(h0, h1);
+  detail::cuda_set_batching(!held_default);
+  try {
+    const detail::CudaHeldCounts o0 = detail::cuda_held_counts(gpu.id);
+    const E5Steps o = e5_steps(gpu, n);
+    const detail::CudaHeldCounts o1 = detail::cuda_held_counts(gpu.id);
+    if (held_default) {
+      record_e5("gpu_e5_unheld_", o, ", each call launched (ASYNCND_CUDA_BATCH=0)");
+    } else {
+      record_e5("gpu_e5_held_", o, ", small calls may be held");
+      held_per_launch(o0, o1);
+    }
   } catch (...) {
     detail::cuda_set_batching(held_default);
     throw;
@@ -223,15 +238,24 @@ void bench_e5(const Device gpu) {
   record("gpu_e5_push_worker_held_us", e5_push_worker_held(gpu, n),
          "  the loop alone while a host op holds the GPU worker (no launch meanwhile)");
   // This machine's floor for the same loops: one kernel launch per step, no engine.
-  std::vector<double> floor_sync, floor_async;
-  for (int run = 0; run < 5; ++run) {
-    floor_sync.push_back(detail::cuda_tiny_launch_us(gpu.id, n, true));
-    floor_async.push_back(detail::cuda_tiny_launch_us(gpu.id, n, false));
+  // Then the same with the launch a batch of one held call gets, in the batch kernel whose
+  // parameter has room for 1 call (what run_tiny_batch picks) and for 48 (a whole batch's room).
+  for (const int room : {0, 1, 48}) {  // 48: kTinyBatchMax (native/cuda/cuda_kernels.h)
+    std::vector<double> floor_sync, floor_async;
+    for (int run = 0; run < 5; ++run) {
+      floor_sync.push_back(detail::cuda_tiny_launch_us(gpu.id, n, true, room));
+      floor_async.push_back(detail::cuda_tiny_launch_us(gpu.id, n, false, room));
+    }
+    const std::string r = std::to_string(room);
+    const std::string key = room == 0 ? "gpu_launch" : "gpu_batch" + r + "_launch";
+    const std::string what = room == 0 ? "a bare kernel launch"
+                                       : "a batch kernel launch (room for " + r + " call" +
+                                             (room == 1 ? ")" : "s)");
+    record(key + "_sync_floor_us", median(floor_sync),
+           ("floor: " + what + " + stream sync per step, no engine").c_str());
+    record(key + "_floor_us", median(floor_async),
+           ("floor: " + what + " per step, no engine").c_str());
   }
-  record("gpu_launch_sync_floor_us", median(floor_sync),
-         "floor: a bare kernel launch + stream sync per step, no engine");
-  record("gpu_launch_floor_us", median(floor_async),
-         "floor: a bare kernel launch per step, no engine");
 
   // Where an asynchronous step goes: 2000 steps with the profiler on (its device-side timing off,
   // which would add events): the GPU worker's time in each op (dispatch, launch, completion) and

@@ -2,9 +2,10 @@
 // registered for gpu(0) (detail::register_backend) stands in for the CUDA backend: each kernel
 // launch spins a set time on the calling thread, as cudaLaunchKernel costs the engine's GPU worker
 // (3.38 us on the H200 of bench/README.md: the default), then runs the call there. In hold mode it
-// holds calls as the CUDA backend does with ASYNCND_CUDA_BATCH=1: up to 48, one launch for all of
-// them, started when full, at Backend::flush (the GPU worker found no more ops), before a copy and
-// at synchronize; a free while calls are held or running waits for them (stream order).
+// holds calls as the CUDA backend does by default: a call only while the worker knows of more ops
+// or already holds some, up to 48, one launch for all of them, started when full, at
+// Backend::flush (the GPU worker found no more ops), before a copy and at synchronize; a free
+// while calls are held or running waits for them (stream order).
 //
 // Usage: build/bench_launch_model [launch_us]
 // Prints bench_gpu's E5 figures (bench/e5_loops.h: 10 000 x `y = x + 1` on a [1,2] array, waiting
@@ -52,14 +53,20 @@ class LaunchModel final : public detail::Backend {
   void launch(int, const KernelCall& c, Completion done) override {
     if (hold_ && c.kind != KernelCall::Kind::kCopy) {
       Batch full;
+      bool held = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        held_.push_back(c);
-        if (held_.size() == kMaxHeld) full = take();
+        if (detail::worker_has_more_ops() || !held_.empty()) {  // the CUDA backend's rule
+          held = true;
+          held_.push_back(c);
+          if (held_.size() == kMaxHeld) full = take();
+        }
       }
-      run(std::move(full));
-      done.done();
-      return;
+      if (held) {
+        run(std::move(full));
+        done.done();
+        return;
+      }
     }
     flush(0);
     run(Batch{{c}, {}});

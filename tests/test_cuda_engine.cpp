@@ -4,6 +4,7 @@
 // chapter's MLP trained on the GPU, the device-side spans in the profile, and small calls held
 // back and started together (ASYNCND_CUDA_BATCH).
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -201,8 +202,12 @@ class ScopedBatching {
 };
 
 // Small calls (held when batching is on) between the calls that start them: copies both ways, a
-// GEMM, a reduction, a host read, and blocks freed and reused. What it read, in order.
+// GEMM, a reduction, a host read, and blocks freed and reused. What it read, in order. On a GPU,
+// its device's worker is held while the program queues its ops (so that the worker finds them
+// queued, and holds the small calls), until the first read.
 std::vector<std::vector<float>> held_calls_program(const Device d) {
+  std::optional<WorkerHold> hold;
+  if (!d.is_cpu()) hold.emplace(d);
   std::vector<std::vector<float>> out;
   NDArray x = nd::arange(0.0f, 1000.0f, 1.0f).copy_to(d);  // the copy stream writes x
   std::vector<NDArray> mids;
@@ -214,6 +219,7 @@ std::vector<std::vector<float>> held_calls_program(const Device d) {
   const NDArray g = nd::dot(nd::reshape(x, {40, 25}), nd::ones({25, 8}, d)) + 1.0f;
   const NDArray r = nd::arange(0.0f, 10.0f, 0.25f, d) - nd::full({40}, 0.5f, d);
   const NDArray s = nd::sum(nd::exp(x * 0.001f));
+  if (hold) hold->release();
   for (const NDArray& m : mids) out.push_back(m.to_vector());
   out.push_back(g.to_vector());
   out.push_back(r.to_vector());
@@ -240,6 +246,25 @@ TEST_CASE("cuda: small calls held and started together give the CPU's values",
       if (detail::cuda_batching()) CHECK(after.calls - before.calls >= 60);  // the adds, at least
       else CHECK(after.calls == before.calls);  // off, or a build that never holds
     }
+  });
+}
+
+TEST_CASE("cuda: a small call whose result is read at once is launched, not held",
+          "[gpu][engine]") {
+  if (!gpus_or_skip("cuda read at once")) return;
+  leak_checked([] {
+    ScopedBatching batching(true);
+    const Device g = Device::gpu(0);
+    const NDArray x = nd::ones({1, 2}, g);
+    nd::waitall();
+    std::vector<NDArray> ys;  // kept: no deletion is queued beside the steps
+    const auto before = detail::cuda_held_counts(0);
+    for (int i = 0; i < 50; ++i) {
+      ys.push_back(x + static_cast<float>(i));
+      REQUIRE(ys.back().to_vector() == std::vector<float>{1.0f + i, 1.0f + i});
+    }
+    const auto after = detail::cuda_held_counts(0);
+    CHECK(after.calls == before.calls);  // the worker never knew of a next op
   });
 }
 
@@ -274,9 +299,9 @@ TEST_CASE("cuda: ops queued behind a busy worker start as a few batches", "[gpu]
   });
 }
 
-TEST_CASE("cuda: ASYNCND_CUDA_BATCH is 0 or 1, and says so otherwise", "[cuda]") {
-  CHECK_FALSE(detail::cuda_batching_from_env(nullptr));
-  CHECK_FALSE(detail::cuda_batching_from_env(""));
+TEST_CASE("cuda: ASYNCND_CUDA_BATCH is 0 or 1 (unset: 1), and says so otherwise", "[cuda]") {
+  CHECK(detail::cuda_batching_from_env(nullptr));  // on by default
+  CHECK(detail::cuda_batching_from_env(""));
   CHECK_FALSE(detail::cuda_batching_from_env("0"));
   CHECK(detail::cuda_batching_from_env("1"));
   for (const char* bad : {"yes", "2", " 1", "on"}) {

@@ -526,6 +526,38 @@ TEST_CASE("one worker takes queued ops in runs: a priority op pushed during a ru
   REQUIRE(order == std::vector<int>{0, 9, 1, 2, 3, 4});
 }
 
+TEST_CASE("worker_has_more_ops: inside an op, whether more ops wait for its device", "[engine]") {
+  CHECK_FALSE(detail::worker_has_more_ops());  // not on a worker
+  for (const int workers : {1, 3}) {  // 1: takes queued ops in runs (paced); 3: one by one
+    INFO(workers << " workers");
+    Engine eng(EngineOptions{EngineKind::kThreaded, workers});
+    // Alone: no other op is known, not even the one that waits for this op's output.
+    std::atomic<int> alone{-1};
+    Var v = eng.new_var();
+    eng.push([&] { alone = detail::worker_has_more_ops() ? 1 : 0; }, {}, {v});
+    eng.push([] {}, {v}, {});
+    eng.waitall();
+    CHECK(alone.load() == 0);
+    if (workers > 1) continue;  // several workers pop at once: what each sees is a race
+    // Three ops queued while the worker is blocked, then taken as one run: each but the last
+    // knows of more.
+    Gate gate;
+    Var blocker = eng.new_var();
+    eng.push([&] { gate.wait(); }, {}, {blocker});
+    sleep_ms(10);  // the worker is inside the gate
+    std::vector<int> seen;
+    std::vector<Var> vars;
+    for (int i = 0; i < 3; ++i) vars.push_back(eng.new_var());
+    for (int i = 0; i < 3; ++i) {
+      eng.push([&] { seen.push_back(detail::worker_has_more_ops() ? 1 : 0); }, {},
+               {vars[static_cast<std::size_t>(i)]});
+    }
+    gate.open = true;
+    eng.waitall();
+    CHECK(seen == std::vector<int>{1, 1, 0});
+  }
+}
+
 TEST_CASE("an op pushed to an idle worker runs with nobody waiting for it", "[engine]") {
   // A paced worker looks at its queue every few microseconds, and a parked one is woken: either
   // way the op runs although no wait asks for it.

@@ -403,6 +403,10 @@ class DeviceState {
   struct HeldCounts {
     std::uint64_t calls, batches;
   };
+  bool holding() {
+    std::lock_guard<CountedMutex> lock(bmu_);
+    return batch_.count > 0;
+  }
   HeldCounts held_counts() {
     std::lock_guard<CountedMutex> lock(bmu_);
     return {held_calls_, batches_};
@@ -759,21 +763,29 @@ class CudaBackend final : public Backend {
     if (DeviceState* d = started(device_id)) d->free(p);  // memory comes from a started device
   }
 
-  // Held calls (ASYNCND_CUDA_BATCH=1, or cuda_set_batching). A launch costs the worker a few
-  // microseconds whatever the kernel does (3.4 us on an H200 VM: bench/README.md), more than a
-  // tiny op's kernel runs, so a loop of tiny ops is bound by launches. With batching on, a small
-  // elementwise call (tiny_batchable) is held and the op completes at once; the held calls start
-  // as one kernel (run_tiny_batch) when kTinyBatchMax are held, when the engine's worker finds no
-  // more ops (flush), and before anything could observe them: any other launch on the device, a
-  // copy or host wait that records a compute-stream block's event (record_pending), synchronize,
-  // and the cache's release on a failed cudaMalloc. Their arrays are small blocks, whose events
-  // are recorded only when waited for, so no event is recorded for a held call's write. While the
+  // Held calls (on unless ASYNCND_CUDA_BATCH=0; cuda_set_batching in-tree). A launch costs the
+  // worker a few microseconds whatever the kernel does (3.8 us on an H100 VM: bench/README.md),
+  // more than a tiny op's kernel runs, so a loop of tiny ops is bound by launches. With batching
+  // on, a small elementwise call (tiny_batchable) is held, and its op completes at once, when the
+  // worker knows of more ops to run on this device (worker_has_more_ops) or already holds calls:
+  // a call whose result the program waits for right away goes out at once, since holding it only
+  // added to that wait (E5 reading each step on an H100, per step: 17.5 us with every small call
+  // held against 13.8 with none, in one run; 13.0 with this rule against 13.0 with none, in
+  // another). The held calls start as one kernel
+  // (run_tiny_batch) when kTinyBatchMax are held, when the engine's worker finds no more ops
+  // (flush), and before anything could observe them: any other launch on the device, a copy or
+  // host wait that records a compute-stream block's event (record_pending), synchronize, and the
+  // cache's release on a failed cudaMalloc. Their arrays are small blocks, whose events are
+  // recorded only when waited for, so no event is recorded for a held call's write. While the
   // engine profiles, nothing is held (each call keeps its own device-side span).
+  // Not held: a chain of small ops alone, each waiting for the last, as its next op is queued
+  // only once the running one completes (the worker then never knows of one more).
   void launch(int device_id, const KernelCall& c, Completion done) override {
     DeviceState& d = state(device_id);
     check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
     using Kind = KernelCall::Kind;
-    if (batching_.load(std::memory_order_relaxed) && !timing() && tiny_batchable(c)) {
+    if (batching_.load(std::memory_order_relaxed) && !timing() && tiny_batchable(c) &&
+        (worker_has_more_ops() || d.holding())) {
       d.prepare_held(d.compute(), c);  // a copy-stream write: the batch's launch waits for it
       d.hold(c);
       done.done();
@@ -959,7 +971,7 @@ std::string cuda_device_name(int device) {
          std::to_string(prop.minor) + ")";
 }
 
-double cuda_tiny_launch_us(int device, int n, bool sync_each) {
+double cuda_tiny_launch_us(int device, int n, bool sync_each, int batch_room) {
   CudaBackend& be = instance();
   be.state(device);  // throws for a device that does not exist
   check(cudaSetDevice(device), "cudaSetDevice", device);
@@ -972,11 +984,17 @@ double cuda_tiny_launch_us(int device, int n, bool sync_each) {
   c.out = buf;
   c.n = 2;
   c.fill.value = 1.0f;
-  for (int i = 0; e == cudaSuccess && i < 1000; ++i) e = run_cuda_kernel(c, s);  // warm-up
+  TinyBatch batch;
+  batch.count = 1;
+  batch.calls[0] = tiny_call(c);
+  auto launch = [&] {
+    return batch_room > 0 ? run_tiny_batch(batch, s, batch_room) : run_cuda_kernel(c, s);
+  };
+  for (int i = 0; e == cudaSuccess && i < 1000; ++i) e = launch();  // warm-up
   if (e == cudaSuccess) e = cudaStreamSynchronize(s);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; e == cudaSuccess && i < n; ++i) {
-    e = run_cuda_kernel(c, s);
+    e = launch();
     if (e == cudaSuccess && sync_each) e = cudaStreamSynchronize(s);
   }
   if (e == cudaSuccess) e = cudaStreamSynchronize(s);
@@ -990,10 +1008,10 @@ double cuda_tiny_launch_us(int device, int n, bool sync_each) {
 
 bool cuda_batching_from_env(const char* value) {
   const std::string v = value ? value : "";
-  if (v.empty() || v == "0") return false;
-  if (v == "1") return true;
+  if (v.empty() || v == "1") return true;
+  if (v == "0") return false;
   throw Error("ASYNCND_CUDA_BATCH='" + v + "': expected 0 (launch each call) or 1 (hold small calls "
-              "and start them together)");
+              "and start them together; the default)");
 }
 
 void cuda_set_batching(bool on) { instance().set_batching(on); }

@@ -24,16 +24,19 @@ std::string cuda_device_name(int device);
 // The floor of a tiny op on `device`, with no engine: microseconds per launch of the fill kernel
 // on 2 floats, `n` launches from the calling thread on a stream of its own, after 1000 untimed
 // (sync_each: cudaStreamSynchronize after each launch, as a loop that reads each result; else
-// once at the end). For bench_gpu. Throws asyncnd::Error with CUDA's message.
-double cuda_tiny_launch_us(int device, int n, bool sync_each);
+// once at the end). batch_room > 0: the fill goes as a batch of one held call would, in the batch
+// kernel with room for batch_room calls (run_tiny_batch). For bench_gpu. Throws asyncnd::Error
+// with CUDA's message.
+double cuda_tiny_launch_us(int device, int n, bool sync_each, int batch_room = 0);
 
-// Held calls (cuda_backend.cpp, "Held calls"): whether small elementwise calls are held back
-// and started many per launch. Off unless ASYNCND_CUDA_BATCH=1 (any value but 0 or 1 makes every
-// GPU op fail, naming the variable); bench_gpu and the tests switch it in-process. Stays off in a
-// build that records every event at once (ASYNCND_CUDA_EAGER_EVENT_BYTES under 8 KB).
+// Held calls (cuda_backend.cpp, "Held calls"): whether small elementwise calls may be held back
+// and started many per launch. On unless ASYNCND_CUDA_BATCH=0 (any value but unset, empty, 0 or 1
+// makes every GPU op fail, naming the variable); bench_gpu and the tests switch it in-process.
+// Stays off in a build that records every event at once (ASYNCND_CUDA_EAGER_EVENT_BYTES under
+// 8 KB).
 void cuda_set_batching(bool on);
-// ASYNCND_CUDA_BATCH's value (nullptr: unset) as on or off; throws asyncnd::Error naming the
-// variable, the value and the choices for anything but unset, "", "0" and "1".
+// ASYNCND_CUDA_BATCH's value (nullptr: unset, which is on) as on or off; throws asyncnd::Error
+// naming the variable, the value and the choices for anything but unset, "", "0" and "1".
 bool cuda_batching_from_env(const char* value);
 bool cuda_batching();
 // Calls held so far on `device`, and the batches that started them (zeros for a device never

@@ -138,8 +138,15 @@ __global__ void transpose2d_kernel(const float* a, float* out, std::int64_t rows
 
 // A batch of small calls (cuda_kernels.h, TinyBatch): one block, each call over all its threads,
 // a barrier after each. The calls are read from the parameter space in place (ptxas -v for sm_90:
-// no stack frame, 24 registers).
-__global__ void tiny_batch_kernel(TinyBatch batch) {
+// no stack frame, 24 registers). The parameter holds room for N calls: a launch copies all of it,
+// so a batch goes in the smallest of the sizes run_tiny_batch has.
+template <int N>
+struct TinyCalls {
+  std::int32_t count;
+  TinyCall calls[N];
+};
+template <int N>
+__global__ void tiny_batch_kernel(TinyCalls<N> batch) {
   for (int j = 0; j < batch.count; ++j) {
     const TinyCall& c = batch.calls[j];
     for (std::int64_t i = threadIdx.x; i < c.n; i += blockDim.x) {
@@ -154,6 +161,16 @@ __global__ void tiny_batch_kernel(TinyBatch batch) {
     __syncthreads();
   }
 }
+
+template <int N>
+cudaError_t launch_tiny_batch(const TinyBatch& batch, cudaStream_t s) {
+  TinyCalls<N> b;
+  b.count = batch.count;
+  for (int j = 0; j < batch.count; ++j) b.calls[j] = batch.calls[j];
+  tiny_batch_kernel<N><<<1, kThreads, 0, s>>>(b);
+  return cudaGetLastError();
+}
+static_assert(sizeof(TinyCalls<kTinyBatchMax>) == sizeof(TinyBatch), "the largest is the batch");
 
 }  // namespace
 
@@ -179,10 +196,12 @@ TinyCall tiny_call(const KernelCall& c) {
   return t;
 }
 
-cudaError_t run_tiny_batch(const TinyBatch& batch, cudaStream_t s) {
+cudaError_t run_tiny_batch(const TinyBatch& batch, cudaStream_t s, int room) {
   if (batch.count <= 0) return cudaSuccess;
-  tiny_batch_kernel<<<1, kThreads, 0, s>>>(batch);
-  return cudaGetLastError();
+  const int n = batch.count > room ? batch.count : room;
+  if (n <= 1) return launch_tiny_batch<1>(batch, s);
+  if (n <= 8) return launch_tiny_batch<8>(batch, s);
+  return launch_tiny_batch<kTinyBatchMax>(batch, s);
 }
 
 cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {

@@ -44,8 +44,10 @@ static_assert(sizeof(TinyBatch) <= 4096, "a kernel parameter must fit CUDA's 4 K
 bool tiny_batchable(const KernelCall& call);
 // The call's fields for a batch (tiny_batchable must be true).
 TinyCall tiny_call(const KernelCall& call);
-// Launches the batch's calls, in order, on `stream` (the current device's).
-cudaError_t run_tiny_batch(const TinyBatch& batch, cudaStream_t stream);
+// Launches the batch's calls, in order, on `stream` (the current device's), as a kernel whose
+// parameter has room for at least `room` calls (1, 8 or kTinyBatchMax: the smallest that holds
+// them, as a launch copies the whole parameter; a larger room is for bench_gpu's floors).
+cudaError_t run_tiny_batch(const TinyBatch& batch, cudaStream_t stream, int room = 1);
 
 }  // namespace detail
 }  // namespace asyncnd

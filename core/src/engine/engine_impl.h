@@ -195,6 +195,8 @@ class DevicePool {
   void hurry();
   int size() const { return static_cast<int>(threads_.size()); }
   Device device() const { return device_; }
+  // Ops queued and not yet taken by a worker: a hint, without locks (worker_has_more_ops).
+  int queued_hint() const { return queued_.load(std::memory_order_relaxed); }
 
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);

@@ -17,6 +17,7 @@ struct WorkerTls {
   DevicePool* pool = nullptr;
   int index = -1;
   bool ran_chunks = false;  // ran chunks of a parallel_for since it last went idle
+  int run_left = 0;         // ops left in the run being run (worker_has_more_ops)
 };
 thread_local WorkerTls tls_worker;
 
@@ -44,6 +45,11 @@ bool heap_less(const OprBlock* a, const OprBlock* b) {
 }  // namespace
 
 bool on_engine_worker() { return tls_worker.engine != nullptr; }
+
+bool worker_has_more_ops() noexcept {
+  return tls_worker.run_left > 0 ||
+         (tls_worker.pool != nullptr && tls_worker.pool->queued_hint() > 0);
+}
 
 DevicePool::DevicePool(EngineImpl* engine, Device device, int workers)
     : engine_(engine),
@@ -208,6 +214,7 @@ void DevicePool::worker_main(int index) {
           sleepers_.load(std::memory_order_relaxed) > 0) {
         wake_one();
       }
+      tls_worker.run_left = run.n;
       engine_->run_op(op, index);
       while (run.head) {
         if (hurry_.load(std::memory_order_acquire) != seen) {
@@ -216,9 +223,10 @@ void DevicePool::worker_main(int index) {
         }
         OprBlock* next = run.head;
         run.head = next->next;  // read before it runs: run_op recycles the record
-        --run.n;
+        tls_worker.run_left = --run.n;
         engine_->run_op(next, index);
       }
+      tls_worker.run_left = 0;
       continue;
     }
     if (unflushed) {

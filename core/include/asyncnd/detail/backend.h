@@ -45,7 +45,8 @@ class Backend {
   //    asyncnd::Error for a failure at launch (the op then fails with that message).
   // Pointers in `call` beyond its arrays (a strided plan) are valid until launch returns.
   //  - Such a backend may also hold accepted calls back, to start several small ones at once (the
-  //    CUDA backend with ASYNCND_CUDA_BATCH), if it starts them by itself before anything can
+  //    CUDA backend's held small calls, while worker_has_more_ops() says more will come, unless
+  //    ASYNCND_CUDA_BATCH=0), if it starts them by itself before anything can
   //    observe them (its synchronize, a copy that reads their output, a call it does not hold)
   //    and at its flush. Their ops have completed by then, so held calls that fail to start
   //    fail their outputs' later readers and the next synchronize(id, nullptr).
@@ -84,6 +85,11 @@ class Backend {
   virtual void set_device_timing(bool on) { (void)on; }
   virtual std::vector<DeviceSpan> take_device_spans() { return {}; }
 };
+
+// On an engine worker, inside an op: whether more ops are known to be waiting for this worker's
+// device (later in the run of ops the worker took, or queued and not yet taken). A hint, read
+// without locks; false on any other thread. Ops that wait for the running one are not counted.
+bool worker_has_more_ops() noexcept;
 
 // Backend::flush of the backend that serves `device`, if one does. A backend registered with
 // register_backend is not unregistered while its flush runs.
