@@ -558,6 +558,37 @@ TEST_CASE("worker_has_more_ops: inside an op, whether more ops wait for its devi
   }
 }
 
+TEST_CASE("parked workers all wake for a burst of independent ops, with nobody waiting",
+          "[engine]") {
+  // One wake is in flight at a time (worker_pool.cpp, wake_one): the pusher wakes one parked
+  // worker, and each woken worker that finds more ops wakes the next. Each op here blocks until
+  // all four run at once, so one worker too few never finishes.
+  constexpr int kWorkers = 4;
+  Engine eng(EngineOptions{EngineKind::kThreaded, kWorkers});
+  for (int round = 0; round < 20; ++round) {
+    INFO("round " << round);
+    sleep_ms(2);  // every worker has parked (they spin for 100 us at most)
+    std::atomic<int> running{0}, done{0};
+    std::vector<Var> vars;
+    for (int i = 0; i < kWorkers; ++i) vars.push_back(eng.new_var());
+    for (int i = 0; i < kWorkers; ++i) {
+      eng.push(
+          [&] {
+            running.fetch_add(1);
+            const auto t0 = clk::now();
+            while (running.load() < kWorkers && ms_since(t0) < 5000) std::this_thread::yield();
+            if (running.load() >= kWorkers) done.fetch_add(1);
+          },
+          {}, {vars[static_cast<std::size_t>(i)]});
+    }
+    const auto t0 = clk::now();
+    while (done.load() < kWorkers && ms_since(t0) < 10000) sleep_ms(1);
+    REQUIRE(done.load() == kWorkers);
+    eng.waitall();
+    for (Var& v : vars) eng.delete_var(v);
+  }
+}
+
 TEST_CASE("an op pushed to an idle worker runs with nobody waiting for it", "[engine]") {
   // A paced worker looks at its queue every few microseconds, and a parked one is woken: either
   // way the op runs although no wait asks for it.

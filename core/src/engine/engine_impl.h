@@ -243,6 +243,11 @@ class DevicePool {
   // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
   std::atomic<int> sleepers_{0};
   std::atomic<int> spinners_{0};
+  // A sleeper was signalled (wake_one) and has not yet returned from its wait. While it is set,
+  // wake_one signals no other: the woken worker, once it takes an op, wakes a helper itself if
+  // more wait (worker_main). So a pusher pays a wake's system call at most once per wake-up's
+  // latency, not once per op that finds nobody spinning (worker_pool.cpp, wake_one).
+  std::atomic<bool> waking_{false};
   std::atomic<bool> stop_{false};
 
   // Pacing, for a pool of one worker (a GPU's, or the CPU's on a machine of two cores). In a loop

@@ -117,7 +117,22 @@ bool DevicePool::queue_empty() {
 }
 
 void DevicePool::wake_one() noexcept {
+  // One wake in flight at a time (waking_). With several workers, the one that spins takes each
+  // op as it comes, and the next push found nobody spinning and woke a sleeper: a futex call on
+  // the pusher for a third of the ops (4 workers on a Zen 4 of 2 vCPUs), and on a 16-vCPU Xeon
+  // a push 6-10 times its cost with one worker (bench/README.md, "Held small calls on an NVIDIA
+  // H100"). Cleared by any worker returning from its wait, so a signal that finds the worker
+  // already gone (its op taken by another) clears it too.
+  // (A load first: most calls find it set, and a load leaves the line shared.)
+  if (waking_.load(std::memory_order_relaxed) || waking_.exchange(true, std::memory_order_acq_rel))
+    return;
   std::lock_guard<std::mutex> lk(park_mu_);
+  // Under park_mu_, sleepers_ counts exactly the workers inside the wait: none, and nobody would
+  // clear the flag.
+  if (sleepers_.load(std::memory_order_relaxed) == 0) {
+    waking_.store(false, std::memory_order_release);
+    return;
+  }
   park_cv_.notify_one();
 }
 
@@ -257,10 +272,14 @@ void DevicePool::worker_main(int index) {
     }
     std::unique_lock<std::mutex> lk(park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    park_cv_.wait(lk, [this] {
-      return !queue_empty() || njobs_.load(std::memory_order_seq_cst) > 0 ||
-             stop_.load(std::memory_order_seq_cst);
-    });
+    for (;;) {
+      if (!queue_empty() || njobs_.load(std::memory_order_seq_cst) > 0 ||
+          stop_.load(std::memory_order_seq_cst)) {
+        break;
+      }
+      park_cv_.wait(lk);
+      waking_.store(false, std::memory_order_release);  // whoever was signalled is back
+    }
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
