@@ -114,7 +114,7 @@ fi
 # 1b. The same with every call launched on its own (ASYNCND_CUDA_BATCH=0), the other mode.
 step gpu_tests_unheld 120 env ASYNCND_CUDA_BATCH=0 "$bld/asyncnd_tests" "[gpu]" --durations yes
 
-# 2. The figures; E5's, the open goal (each call launched against held calls), into the summary.
+# 2. The figures; E5's (held calls, the default, and each call launched) into the summary.
 step bench 300 "$bld/bench_gpu" "$out/gpu.json"
 grep -E "^ +(gpu_e5|gpu_launch|gpu_batch|torch_cuda_e5)" "$out/bench.log" | tee -a "$summary"
 

@@ -46,10 +46,10 @@ class Backend {
   // Pointers in `call` beyond its arrays (a strided plan) are valid until launch returns.
   //  - Such a backend may also hold accepted calls back, to start several small ones at once (the
   //    CUDA backend's held small calls, while worker_has_more_ops() says more will come, unless
-  //    ASYNCND_CUDA_BATCH=0), if it starts them by itself before anything can
-  //    observe them (its synchronize, a copy that reads their output, a call it does not hold)
-  //    and at its flush. Their ops have completed by then, so held calls that fail to start
-  //    fail their outputs' later readers and the next synchronize(id, nullptr).
+  //    ASYNCND_CUDA_BATCH=0), if it starts them by itself before anything can observe them (its
+  //    synchronize, a copy that reads their output, a call it does not hold) and at its flush.
+  //    Their ops have completed by then, so held calls that fail to start fail their outputs'
+  //    later readers and the next synchronize(id, nullptr).
   virtual void launch(int device_id, const KernelCall& call, Completion done) = 0;
 
   // (optional) Starts the calls held back on device `device_id` (see launch). The engine calls it
