@@ -771,13 +771,13 @@ class CudaBackend final : public Backend {
   // a call whose result the program waits for right away goes out at once, since holding it only
   // added to that wait (E5 reading each step on an H100, per step: 17.5 us with every small call
   // held against 13.8 with none, in one run; 13.0 with this rule against 13.0 with none, in
-  // another). The held calls start as one kernel
-  // (run_tiny_batch) when kTinyBatchMax are held, when the engine's worker finds no more ops
-  // (flush), and before anything could observe them: any other launch on the device, a copy or
-  // host wait that records a compute-stream block's event (record_pending), synchronize, and the
-  // cache's release on a failed cudaMalloc. Their arrays are small blocks, whose events are
-  // recorded only when waited for, so no event is recorded for a held call's write. While the
-  // engine profiles, nothing is held (each call keeps its own device-side span).
+  // another). The held calls start as one kernel (run_tiny_batch) when kTinyBatchMax are held,
+  // when the engine's worker finds no more ops (flush), and before anything could observe them:
+  // any other launch on the device, a copy or host wait that records a compute-stream block's
+  // event (record_pending), synchronize, and the cache's release on a failed cudaMalloc. Their
+  // arrays are small blocks, whose events are recorded only when waited for, so no event is
+  // recorded for a held call's write. While the engine profiles, nothing is held (each call keeps
+  // its own device-side span).
   // Not held: a chain of small ops alone, each waiting for the last, as its next op is queued
   // only once the running one completes (the worker then never knows of one more).
   void launch(int device_id, const KernelCall& c, Completion done) override {

@@ -272,11 +272,8 @@ void DevicePool::worker_main(int index) {
     }
     std::unique_lock<std::mutex> lk(park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    for (;;) {
-      if (!queue_empty() || njobs_.load(std::memory_order_seq_cst) > 0 ||
-          stop_.load(std::memory_order_seq_cst)) {
-        break;
-      }
+    while (queue_empty() && njobs_.load(std::memory_order_seq_cst) == 0 &&
+           !stop_.load(std::memory_order_seq_cst)) {
       park_cv_.wait(lk);
       waking_.store(false, std::memory_order_release);  // whoever was signalled is back
     }
