@@ -211,8 +211,9 @@ TEST_CASE("waits from inside an op are refused, not deadlocked", "[engine][error
 
 TEST_CASE("wait_to_read sees the write and its error whether the waiter spins, parks, or its spin "
           "ends as the write does", "[engine]") {
-  // The waiter spins for about 50 us (kWaitSpin in engine_impl.cpp), then parks: writes shorter,
-  // longer and about as long as that exercise the three ways a WaitSignal is met.
+  // The waiter watches the variable's count of completed accesses for about 50 us (kWaitSpin in
+  // engine_impl.cpp), then queues a wait and parks at once: writes shorter, longer and about as
+  // long as that exercise both paths and the moment between them.
   const std::vector<int> durations_us = {0, 5, 30, 40, 45, 50, 55, 60, 80, 2000};
   const int rounds = static_cast<int>(asyncnd_test::scaled(60, 6));
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});

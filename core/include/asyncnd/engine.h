@@ -283,7 +283,9 @@ class Engine {
   // was skipped because of an earlier failure), rethrows that error once and clears it from v.
   // Throws asyncnd::Error for a null or deleted variable. Must not be called from inside an op.
   // A GPU op counts as finished once queued on its device's stream: NDArray::wait_to_read (not
-  // this call) also waits for the device.
+  // this call) also waits for the device. It returns as soon as the writes are done and their
+  // results visible; the engine's counters (stats().finished, pending, inflight_bytes) may count
+  // the last of them a moment later. After waitall they are exact.
   void wait_to_read(const Var& v);
 
   // Blocks until every op pushed before this call has finished, and every op those ops pushed

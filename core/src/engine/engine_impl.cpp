@@ -286,6 +286,12 @@ void EngineImpl::push(OpFunction fn, Vars reads, Vars writes, const PushOptions&
   }
   if (!fn) throw Error(std::string(name) + ": empty function");
 
+  // Again (push ends with it too): a worker that recycled the previous record, next to this one
+  // in memory, may have read these lines since, and then each store below would wait for our
+  // copy to be made writable again. A loop that pushes and reads each result (the wait round
+  // trip) on a Xeon of 2 vCPUs: push 450-600 -> 330-370 ns (bench/README.md, "The wait round
+  // trip on the Xeon").
+  prefetch_for_write(Recycler<OprBlock>::peek());
   // Ops hold no references: a variable lives while a handle or a queued access names it (see
   // release_var), which saves two contended atomic operations per access. The caller's handles
   // keep the variables alive until the accesses are queued. Duplicates are dropped.
@@ -747,7 +753,27 @@ void EngineImpl::wait_to_read(const Var& var) {
   t_waited = true;
   ErrorRef err;
   WaitSignal sig;
+  bool hurried = false;
+  auto spin = kWaitSpin;
   {
+    // Watching: the variable's last write runs (or is granted) and nothing is queued behind it,
+    // as in a loop that pushes and reads each result. Then this thread only watches the count
+    // of completed accesses on the variable's second line, which the worker raises first thing
+    // in finish(): no wait op to queue on the variable, grant and signal (see VarBlock). On a
+    // Xeon of 2 vCPUs the wait round trip went from 7.4 to about 4.5 times the spin floor
+    // (bench/README.md, "The wait round trip on the Xeon"). Past the spin budget, the slow path
+    // below parks as before.
+    std::uint64_t mark = 0;
+    {
+      std::lock_guard<SpinLock> lk(v->lock);
+      if (v->head == nullptr && write_running_now(v)) mark = v->write_mark;
+    }
+    if (mark != 0) {
+      if (!t_pushed_urgent) hurry_workers();
+      hurried = true;
+      auto written = [&] { return (v->done.load(std::memory_order_acquire) >> 1) >= mark; };
+      if (!spin_until(written, kWaitSpin)) spin = std::chrono::microseconds(0);
+    }
     std::unique_lock<SpinLock> lk(v->lock);
     if (v->head == nullptr && !write_running_now(v)) {
       // Fast path: no write pending, nothing to wait for.
@@ -771,10 +797,10 @@ void EngineImpl::wait_to_read(const Var& var) {
       lk.unlock();
       // After the unlock: hurry_workers may take pools_mu_, and a spin lock is never held across
       // a call that can block (sync.h).
-      if (!t_pushed_urgent) hurry_workers();
+      if (!t_pushed_urgent && !hurried) hurry_workers();
       after_settle(v, settled);  // nothing, unless another thread deletes v right now
       dispatch_all(ready);
-      err = sig.wait(kWaitSpin);
+      err = sig.wait(spin);
     }
   }
   if (err) throw Error(*err);
