@@ -681,8 +681,10 @@ ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) {
 void EngineImpl::finish(OprBlock* op, bool recycle) {
   // Order matters for what waiters observe: the variables grant their next ops first (collected,
   // not yet run; an orphaned variable left idle is freed, a pending deletion runs), then the op
-  // counts as finished, and only then do the granted ops run (a wait_to_read among them returns).
-  // So when waitall or a wait returns, stats already include this op and its memory is back.
+  // counts as finished, and only then do the granted ops run (a queued wait among them returns).
+  // So when waitall or a queued wait returns, stats already include this op and its memory is
+  // back. A wait_to_read that watches the completion count (no wait queued) returns as soon as
+  // its variable's access is counted: the counters here may come a moment later (engine.h).
   ReadyList ready;
   for (int i = 0; i < op->nreads + op->nwrites; ++i) complete_access(op->acc[i].var, ready);
   const std::size_t bytes = op->bytes;
