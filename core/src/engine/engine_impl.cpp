@@ -758,25 +758,23 @@ void EngineImpl::wait_to_read(const Var& var) {
   bool hurried = false;
   auto spin = kWaitSpin;
   {
-    // Watching: the variable's last write runs (or is granted) and nothing is queued behind it,
-    // as in a loop that pushes and reads each result. Then this thread only watches the count
-    // of completed accesses on the variable's second line, which the worker raises first thing
-    // in finish(): no wait op to queue on the variable, grant and signal (see VarBlock). On a
-    // Xeon of 2 vCPUs the wait round trip went from 7.4 to about 4.5 times the spin floor
-    // (bench/README.md, "The wait round trip on the Xeon"). Past the spin budget, the slow path
-    // below parks as before.
-    std::uint64_t mark = 0;
-    {
-      std::lock_guard<SpinLock> lk(v->lock);
-      if (v->head == nullptr && write_running_now(v)) mark = v->write_mark;
-    }
-    if (mark != 0) {
+    std::unique_lock<SpinLock> lk(v->lock);
+    if (v->head == nullptr && write_running_now(v)) {
+      // Watching: the variable's last write runs (or is granted) and nothing is queued behind
+      // it, as in a loop that pushes and reads each result. Then this thread only watches the
+      // count of completed accesses on the variable's second line, which the worker raises first
+      // thing in finish(): no wait op to queue on the variable, grant and signal (see VarBlock).
+      // On a Xeon of 2 vCPUs the wait round trip went from 7.4 to about 4 times the spin floor
+      // (bench/README.md, "The wait round trip on the Xeon"). Past the spin budget, the path
+      // below queues a wait and parks at once.
+      const std::uint64_t mark = v->write_mark;
+      lk.unlock();  // hurry_workers may block (see below)
       if (!t_pushed_urgent) hurry_workers();
       hurried = true;
       auto written = [&] { return (v->done.load(std::memory_order_acquire) >> 1) >= mark; };
       if (!spin_until(written, kWaitSpin)) spin = std::chrono::microseconds(0);
+      lk.lock();
     }
-    std::unique_lock<SpinLock> lk(v->lock);
     if (v->head == nullptr && !write_running_now(v)) {
       // Fast path: no write pending, nothing to wait for.
       err = take_error(v);
