@@ -397,8 +397,8 @@ void bench_sgemm_rounds() {
     nd::waitall();
     pair_g.push_back(2 * flop / since(t0) * 1e-9);
     for (std::size_t i = 0; i < leaders.size(); ++i) {
-      const double g = leaders[i]->measure();
-      if (g > 0) lead_g[i].push_back(g);
+      const double x = leaders[i]->measure();
+      if (x > 0) lead_g[i].push_back(x);
     }
   }
   std::string best_name;
