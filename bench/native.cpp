@@ -334,8 +334,9 @@ void bench_gemm_sweep() {
 // it: on the 2-vCPU VMs the same core type gave 160 and 205 GFLOP/s in runs minutes apart
 // (Prescott 37 and 77). And these VMs run in phases of seconds: a leader measured again a minute
 // after the engine gave 173-177 GFLOP/s where the engine had given 259 (engine / best 1.48), and
-// in another run 188 once, then 297 and 286. So every kernel within 10% of the sweep's maximum is
-// measured again in 9 rounds, and each round also times the engine's nd::dot (9 products back to
+// in another run 188 once, then 297 and 286. So every kernel within 25% of the sweep's maximum is
+// measured again in 15 rounds (one slow child in the sweep must not keep the best kernel out: a
+// 10% band left OpenBLAS out twice in three runs), and each round also times the engine's nd::dot (9 products back to
 // back, as a kernel's child times its 9), cblas_sgemm directly (9) and two products at once: every
 // figure is a median over the same minutes. The best leader's median is
 // sgemm1000_best_kernel_gflops; the maximum itself is kept as sgemm1000_sweep_max_gflops.
@@ -349,11 +350,11 @@ void bench_sgemm_rounds() {
     record("sgemm1000_sweep_max_gflops", top->gflops,
            "the sweep's highest figure (" + top->name + "): a maximum, biased upwards");
     for (const KernelFigure& k : g_kernels)
-      if (k.gflops >= 0.9 * top->gflops && k.measure) leaders.push_back(&k);
+      if (k.gflops >= 0.75 * top->gflops && k.measure) leaders.push_back(&k);
   }
-  heading("SGEMM 1000^3 in 9 rounds: nd::dot through the engine, cblas_sgemm directly, two nd::dot "
-          "at once, and the sweep's leaders (within 10%)");
-  const int n = 1000, kRounds = 9, kEach = 9;
+  heading("SGEMM 1000^3 in 15 rounds: nd::dot through the engine, cblas_sgemm directly, two nd::dot "
+          "at once, and the sweep's leaders (within 25%)");
+  const int n = 1000, kRounds = 15, kEach = 9;
   const double flop = 2.0 * n * n * n;
   NDArray a = nd::random_normal({n, n});
   NDArray b = nd::random_normal({n, n});
