@@ -352,9 +352,10 @@ void bench_sgemm_rounds() {
     for (const KernelFigure& k : g_kernels)
       if (k.gflops >= 0.75 * top->gflops && k.measure) leaders.push_back(&k);
   }
-  heading("SGEMM 1000^3 in 15 rounds: nd::dot through the engine, cblas_sgemm directly, two nd::dot "
-          "at once, and the sweep's leaders (within 25%)");
   const int n = 1000, kRounds = 15, kEach = 9;
+  heading(("SGEMM 1000^3 in " + std::to_string(kRounds) + " rounds: nd::dot through the engine, "
+           "cblas_sgemm directly, two nd::dot at once, and the sweep's leaders (within 25%)")
+              .c_str());
   const double flop = 2.0 * n * n * n;
   NDArray a = nd::random_normal({n, n});
   NDArray b = nd::random_normal({n, n});
@@ -371,25 +372,21 @@ void bench_sgemm_rounds() {
   // gives the median of its 9; each figure is the median of its round medians.
   std::vector<double> eng_g, dir_g, pair_g, eng_all, dir_all;
   std::vector<std::vector<double>> lead_g(leaders.size());
-  for (int r = 0; r < kRounds; ++r) {
+  auto products = [&](const std::function<void()>& product, std::vector<double>& round_medians,
+                      std::vector<double>& all) {
     std::vector<double> g;
     for (int e = 0; e < kEach; ++e) {
       auto t0 = Clock::now();
-      NDArray c = nd::dot(a, b);
-      c.wait_to_read();
+      product();
       g.push_back(flop / since(t0) * 1e-9);
     }
-    eng_g.push_back(median(g));
-    eng_all.insert(eng_all.end(), g.begin(), g.end());
+    round_medians.push_back(median(g));
+    all.insert(all.end(), g.begin(), g.end());
+  };
+  for (int r = 0; r < kRounds; ++r) {
+    products([&] { nd::dot(a, b).wait_to_read(); }, eng_g, eng_all);
 #if ASYNCND_HAVE_OPENBLAS
-    g.clear();
-    for (int e = 0; e < kEach; ++e) {
-      auto t0 = Clock::now();
-      direct();
-      g.push_back(flop / since(t0) * 1e-9);
-    }
-    dir_g.push_back(median(g));
-    dir_all.insert(dir_all.end(), g.begin(), g.end());
+    products(direct, dir_g, dir_all);
 #endif
     // Two independent products at once: does the engine's thread policy use the machine as well
     // for concurrent GEMMs as for one?
