@@ -32,6 +32,13 @@ namespace g = kernels::gemm;
 struct Avx512Tile {
   static constexpr std::int64_t kMr = 12, kNr = 32, kKc = 384, kMc = 144;
   static constexpr int kVecs = kNr / 16;
+  // How far ahead in its panel the micro-kernel asks for B (k steps; 32 x 128 bytes = 4 KiB). The
+  // panel does not fit L1 beside the panel of A streaming past it, so each call reads it from L2,
+  // where the hardware's prefetch alone left the kernel waiting: on an Intel Xeon (model 207),
+  // paired with OpenBLAS's SkylakeX kernel in one process, this prefetch and the one of C below
+  // took one thread from 0.86 to 1.00 of OpenBLAS at 1000^3 and from 0.73 to 0.90 at 2048^3
+  // (distances 8, 16 and 32 all helped; 32 most; bench/README.md, "Prefetch in our AVX-512 GEMM").
+  static constexpr std::int64_t kPrefetchB = 32;
 
   // Panel layout of gemm_kernel.h: element (i, p) of a panel at p * kMr + i, alpha folded in.
   ASYNCND_AVX512 static void pack_a(bool trans_a, const float* a, std::int64_t lda,
@@ -109,8 +116,20 @@ struct Avx512Tile {
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[i][v] = _mm512_setzero_ps();
     }
+    // The tile of C is read or written only after the k loop: ask for its 24 lines now, so they
+    // arrive while it runs (C rows lie ldc apart, a miss each, from L3 once C outgrows L2).
+#pragma GCC unroll 12
+    for (int i = 0; i < kMr; ++i) {
+      if (i >= mr) break;
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
+    }
     for (std::int64_t p = 0; p < kc; ++p) {
       const __m512 b0 = _mm512_load_ps(pb), b1 = _mm512_load_ps(pb + 16);
+      // Past the panel's end this reads ahead into the next panel (packed right after it) or
+      // nowhere: a prefetch never faults.
+      _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchB * kNr), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchB * kNr + 16), _MM_HINT_T0);
 #pragma GCC unroll 12
       for (int i = 0; i < kMr; ++i) {
         const __m512 a = _mm512_set1_ps(pa[i]);
