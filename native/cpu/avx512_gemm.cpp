@@ -36,8 +36,9 @@ struct Avx512Tile {
   // panel does not fit L1 beside the panel of A streaming past it, so each call reads it from L2,
   // where the hardware's prefetch alone left the kernel waiting: on an Intel Xeon (model 207),
   // paired with OpenBLAS's SkylakeX kernel in one process, this prefetch and the one of C below
-  // took one thread from 0.86 to 1.00 of OpenBLAS at 1000^3 and from 0.73 to 0.90 at 2048^3
-  // (distances 8, 16 and 32 all helped; 32 most; bench/README.md, "Prefetch in our AVX-512 GEMM").
+  // took one thread from 0.85-0.88 of OpenBLAS to 0.93-1.00 at 1000^3, and from 0.70-0.77 to
+  // 0.84-0.91 at 2048^3 (distances 8, 16 and 32 all helped, 32 most; bench/README.md, "Prefetch
+  // in our AVX-512 GEMM").
   static constexpr std::int64_t kPrefetchB = 32;
 
   // Panel layout of gemm_kernel.h: element (i, p) of a panel at p * kMr + i, alpha folded in.
