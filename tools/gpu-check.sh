@@ -16,6 +16,8 @@
 #      hand-off floor and PyTorch's CPU step (E5), with the default workers (one per hardware
 #      thread but one: several, so not paced), with one (paced), and with 2, 4 and 8 (where the
 #      many workers' per-op cost sets in): OUTDIR/native_overhead.json, native_overhead_wN.json,
+#   8. bench_native --only=gemm, the CPU GEMMs on every core: OpenBLAS's kernels, our AVX-512 GEMM
+#      and the engine's nd::dot, side by side in rounds (OUTDIR/native_gemm.json),
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -154,6 +156,12 @@ for workers in "" 1 2 4 8; do
   grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
+
+# 8. The CPU GEMMs on every core of this machine (our AVX-512 GEMM has run on 2 vCPUs only; auto
+# runs it where OpenBLAS's kernel lacks AVX-512: bench/README.md, "Prefetch in our AVX-512 GEMM").
+step cpu_gemm 180 "$bld/bench_native" --only=gemm "$out/native_gemm.json"
+grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_)|^ +(avx512_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
+  "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status
