@@ -330,15 +330,15 @@ void bench_gemm_sweep() {
 #endif  // ASYNCND_HAVE_OPENBLAS
 
 // The sweep nominates; rounds side by side with the engine decide. The sweep's highest figure is
-// the largest of several noisy medians, each from one child process, so one lucky child can set
-// it: on the 2-vCPU VMs the same core type gave 160 and 205 GFLOP/s in runs minutes apart
-// (Prescott 37 and 77). And these VMs run in phases of seconds: a leader measured again a minute
-// after the engine gave 173-177 GFLOP/s where the engine had given 259 (engine / best 1.48), and
-// in another run 188 once, then 297 and 286. So every kernel within 25% of the sweep's maximum is
-// measured again in 15 rounds (one slow child in the sweep must not keep the best kernel out: a
-// 10% band left OpenBLAS out twice in three runs), and each round also times the engine's nd::dot (9 products back to
-// back, as a kernel's child times its 9), cblas_sgemm directly (9) and two products at once: every
-// figure is a median over the same minutes. The best leader's median is
+// the largest of several noisy medians, each from one child process, so one lucky child can set it:
+// on the 2-vCPU VMs the same core type gave 160 and 205 GFLOP/s in runs minutes apart (Prescott 37
+// and 77). And these VMs run in phases of seconds: a leader measured again a minute after the
+// engine gave 173-177 GFLOP/s where the engine had given 259 (engine / best 1.48), and in another
+// run 188 once, then 297 and 286. So every kernel within 25% of the sweep's maximum is measured
+// again in 15 rounds (one slow child in the sweep must not keep the best kernel out: a 10% band
+// left OpenBLAS out twice in three runs), and each round also times the engine's nd::dot (9
+// products back to back, as a kernel's child times its 9), cblas_sgemm directly (9) and two
+// products at once: every figure is a median over the same minutes. The best leader's median is
 // sgemm1000_best_kernel_gflops; the maximum itself is kept as sgemm1000_sweep_max_gflops.
 // bench/README.md, "The best kernel, measured twice" and "Figures measured side by side", has the
 // runs.
