@@ -75,16 +75,24 @@ void GemmThreads::helper_main() {
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (stop_.load(std::memory_order_seq_cst)) return;
+    // Read before looking at the jobs: a job published after this bumps it again.
     seen = generation_.load(std::memory_order_seq_cst);
-    Job* job = nullptr;
-    {
-      std::lock_guard<std::mutex> lk(job_mu_);
-      job = job_;
-      if (job != nullptr) job->refs.fetch_add(1, std::memory_order_relaxed);
+    for (;;) {  // chunks from the oldest job with some left, until none has any
+      Job* job = nullptr;
+      {
+        std::lock_guard<std::mutex> lk(job_mu_);
+        for (Job* j : jobs_) {
+          if (j->next.load(std::memory_order_relaxed) < j->nchunks) {
+            job = j;
+            job->refs.fetch_add(1, std::memory_order_relaxed);
+            break;
+          }
+        }
+      }
+      if (job == nullptr) break;
+      job->run_chunks();
+      job->unref();
     }
-    if (job == nullptr) continue;
-    job->run_chunks();
-    job->unref();
   }
 }
 
@@ -93,8 +101,7 @@ void GemmThreads::parallel_for(std::int64_t n, std::int64_t grain,
   if (n <= 0) return;
   grain = std::max<std::int64_t>(1, grain);
   const std::int64_t nchunks = std::min<std::int64_t>((n + grain - 1) / grain, 4 * threads());
-  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-  if (nchunks <= 1 || helpers_.empty() || !busy.owns_lock()) {
+  if (nchunks <= 1 || helpers_.empty()) {
     fn(0, n);
     return;
   }
@@ -105,7 +112,7 @@ void GemmThreads::parallel_for(std::int64_t n, std::int64_t grain,
   job->nchunks = (n + job->chunk - 1) / job->chunk;
   {
     std::lock_guard<std::mutex> lk(job_mu_);
-    job_ = job;
+    jobs_.push_back(job);
   }
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
@@ -115,7 +122,7 @@ void GemmThreads::parallel_for(std::int64_t n, std::int64_t grain,
   job->run_chunks();
   {
     std::lock_guard<std::mutex> lk(job_mu_);
-    job_ = nullptr;
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
   }
   // Chunks the helpers took may still run: fn lives on our caller's stack until they are done.
   while (job->done.load(std::memory_order_acquire) < job->nchunks) {

@@ -32,8 +32,13 @@ class GemmThreads {
 
   // Covers [0, n) with fn(begin, end) over at most 4 chunks per thread of at least `grain`, on
   // the calling thread and the helpers; returns when every chunk is done, rethrowing the first
-  // exception a chunk threw. One job at a time: a call that finds the helpers busy with another
-  // GEMM's job runs all of its chunks itself (two concurrent GEMMs then get a core each).
+  // exception a chunk threw. Concurrent calls (two engine workers each in a GEMM, as in the
+  // backward pass of a layer) share the helpers: a helper takes chunks from the oldest job that
+  // has some left, then from the next, so each GEMM's caller works on its own job and the
+  // helpers go where chunks remain. (Until 2026-11-27 a call that found the helpers busy ran all
+  // of its chunks alone: on 16 cores that made E6 with this GEMM 1.2x slower than with OpenBLAS,
+  // though most of its products alone ran 1.4-1.8x as fast; bench/README.md, "Our GEMM on 16
+  // cores".)
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
 
@@ -42,9 +47,8 @@ class GemmThreads {
   void helper_main();
 
   std::vector<std::thread> helpers_;
-  std::mutex busy_;        // held by the caller whose job the helpers serve
-  std::mutex job_mu_;      // guards job_ (and the helpers' references to it)
-  Job* job_ = nullptr;
+  std::mutex job_mu_;       // guards jobs_ (and the helpers' references to them)
+  std::vector<Job*> jobs_;  // the jobs in progress, oldest first
   std::atomic<std::uint64_t> generation_{0};  // bumped with every job published
   std::mutex park_mu_;
   std::condition_variable park_cv_;
