@@ -122,9 +122,10 @@ TEST_CASE("gemm selection: cpu_gemm() says what runs and why", "[gemm][select]")
 #if ASYNCND_HAVE_OPENBLAS
   if (std::getenv("ASYNCND_GEMM") == nullptr) {
     const std::string core = openblas_get_corename();
-    // Ours exactly where OpenBLAS's kernel leaves the CPU's AVX-512 unused.
+    // Ours exactly on a CPU with AVX-512, unless OpenBLAS's kernel uses it too and the GEMM has
+    // one thread (the backend set OpenBLAS's thread count to the GEMM's).
     const bool ours = ASYNCND_HAVE_AVX512_GEMM && asyncnd::detail::cpu_features().avx512 &&
-                      !asyncnd::detail::is_avx512_core(core);
+                      (!asyncnd::detail::is_avx512_core(core) || openblas_get_num_threads() > 1);
     CHECK(g.kernel == (ours ? std::string("avx512") : "openblas " + core));
   }
 #endif
@@ -253,26 +254,56 @@ TEST_CASE("gemm selection: where OpenBLAS's kernel leaves AVX-512 unused (a core
   CpuFeatures with512 = cpu, without512 = cpu;
   with512.avx512 = true;
   without512.avx512 = false;
-  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", without512);
+  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", without512, 2);
   CHECK(s.which == GemmKernel::kOpenblas);
   CHECK(s.kernel == "openblas Haswell");
-  CHECK(select_cpu_gemm(GemmChoice::kOpenblas, "Haswell", cpu).kernel == "openblas Haswell");
-  CHECK(select_cpu_gemm(GemmChoice::kPortable, "Haswell", cpu).which == GemmKernel::kPortable);
+  CHECK(select_cpu_gemm(GemmChoice::kOpenblas, "Haswell", cpu, 2).kernel == "openblas Haswell");
+  CHECK(select_cpu_gemm(GemmChoice::kPortable, "Haswell", cpu, 2).which == GemmKernel::kPortable);
   if (cpu.avx512 && ASYNCND_HAVE_AVX512_GEMM) {
-    s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", with512);
-    CHECK(s.which == GemmKernel::kAvx512);
-    CHECK(s.kernel == "avx512");
-    CHECK_THAT(s.reason, Catch::Contains("OPENBLAS_CORETYPE=Haswell set by the user") &&
-                             Catch::Contains("does not use AVX-512") &&
-                             Catch::Contains("self-test passed"));
-    CHECK(select_cpu_gemm(GemmChoice::kAvx512, nullptr, with512).which == GemmKernel::kAvx512);
+    for (int threads : {1, 2}) {  // one thread or several: OpenBLAS's Haswell is behind ours
+      INFO(threads << " threads");
+      s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", with512, threads);
+      CHECK(s.which == GemmKernel::kAvx512);
+      CHECK(s.kernel == "avx512");
+      CHECK_THAT(s.reason, Catch::Contains("OPENBLAS_CORETYPE=Haswell set by the user") &&
+                               Catch::Contains("does not use AVX-512") &&
+                               Catch::Contains("self-test passed"));
+    }
+    CHECK(select_cpu_gemm(GemmChoice::kAvx512, nullptr, with512, 1).which == GemmKernel::kAvx512);
   } else {
     WARN("SKIPPED for the AVX-512 choice: this CPU has no AVX-512 (F, BW, VL and DQ)");
   }
   CHECK(std::string(openblas_get_corename()) == "Haswell");  // OpenBLAS itself never moved
-  CHECK_THROWS_WITH(select_cpu_gemm(GemmChoice::kAvx512, nullptr, without512),
+  CHECK_THROWS_WITH(select_cpu_gemm(GemmChoice::kAvx512, nullptr, without512, 2),
                     "ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, "
                     "openblas or portable");
+  REQUIRE(switch_openblas_core(original));
+}
+TEST_CASE("gemm selection: where OpenBLAS's kernel uses AVX-512 too, auto runs ours on several "
+          "threads and keeps OpenBLAS on one",
+          "[gemm][select]") {
+  using asyncnd::detail::GemmKernel;
+  using asyncnd::detail::select_cpu_gemm;
+  using asyncnd::detail::switch_openblas_core;
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (!cpu.avx512 || !ASYNCND_HAVE_AVX512_GEMM) {
+    WARN("SKIPPED: this CPU (or build) has no AVX-512 (F, BW, VL and DQ): OpenBLAS cannot load "
+         "SkylakeX here, and our AVX-512 GEMM does not apply");
+    return;
+  }
+  asyncnd::nd::waitall();  // no GEMM may run while OpenBLAS switches
+  const std::string original = openblas_get_corename();
+  REQUIRE(switch_openblas_core("SkylakeX"));  // as OPENBLAS_CORETYPE=SkylakeX loads it
+  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "SkylakeX", cpu, 1);
+  CHECK(s.which == GemmKernel::kOpenblas);
+  CHECK(s.kernel == "openblas SkylakeX");
+  s = select_cpu_gemm(GemmChoice::kAuto, "SkylakeX", cpu, 4);
+  CHECK(s.which == GemmKernel::kAvx512);
+  CHECK_THAT(s.reason, Catch::Contains("SkylakeX") &&
+                           Catch::Contains("uses AVX-512, but on 4 threads") &&
+                           Catch::Contains("self-test passed"));
+  CHECK(select_cpu_gemm(GemmChoice::kOpenblas, "SkylakeX", cpu, 4).which == GemmKernel::kOpenblas);
+  CHECK(std::string(openblas_get_corename()) == "SkylakeX");  // OpenBLAS itself never moved
   REQUIRE(switch_openblas_core(original));
 }
 #endif

@@ -14,14 +14,15 @@
 // Giving BLAS the machine was never slower and halved the time of a lone GEMM (the chapter's E1);
 // the figures are in bench/README.md, "The BLAS thread policy".
 //
-// The thread policy above is OpenBLAS's; our own GEMMs (AVX-512 and portable) split their row
-// blocks across the engine's workers with parallel_for instead.
+// The thread policy above is OpenBLAS's. Our AVX-512 GEMM runs on threads of its own
+// (gemm_threads.h), as many as OpenBLAS would get, shared by concurrent GEMMs; the portable GEMM
+// splits its row blocks across the engine's workers with parallel_for.
 //
-// Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) keeps OpenBLAS's kernel unless OpenBLAS
-// fell back to a pre-AVX2 kernel on a CPU with AVX2/AVX-512, then moves it to the best kernel
-// that passes a self-test; where OpenBLAS's kernel then still does not use the AVX-512 the CPU
-// has, it runs asyncnd's AVX-512 GEMM (after its own self-test). openblas never moves it; portable
-// and avx512 run ours.
+// Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) moves OpenBLAS off a pre-AVX2 kernel it
+// fell back to on a CPU with AVX2/AVX-512 (to the best kernel that passes a self-test); on a CPU
+// with AVX-512 it then runs asyncnd's AVX-512 GEMM (after its own self-test), unless OpenBLAS's
+// kernel uses AVX-512 too and the GEMM has one thread. openblas never moves OpenBLAS; portable and
+// avx512 run ours.
 #include "cpu/cpu_backend.h"
 
 #include <cstdlib>
@@ -99,7 +100,7 @@ class CpuBackend final : public Backend {
 #else
     blas_threads_ = blas_threads_from_env();
 #endif
-    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features());
+    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features(), blas_threads_);
     switch (gemm_.which) {
       case GemmKernel::kPortable:
         corename_ = "portable";

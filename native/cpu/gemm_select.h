@@ -63,15 +63,18 @@ struct GemmSelection {
 };
 
 // The whole choice, as the backend makes it when it starts: `choice` from ASYNCND_GEMM,
-// `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU.
+// `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU,
+// `blas_threads` the GEMM's thread count (ASYNCND_BLAS_THREADS, else every hardware thread).
 // - portable: core's GEMM. avx512: ours, or an asyncnd::Error when the CPU lacks AVX-512 or the
 //   GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
-// - auto: OpenBLAS as select_openblas_gemm leaves it, unless the CPU has AVX-512 and OpenBLAS's
-//   kernel does not use it (a pre-AVX-512 core the user set, OpenBLAS's choice for a CPU it
-//   half-knows, a fallback it could not leave): then our AVX-512 GEMM, once its self-test passes
-//   (OpenBLAS itself is left as it is). Without OpenBLAS: ours where it applies, else portable.
+// - auto, on a CPU with AVX-512: our AVX-512 GEMM once its self-test passes, unless OpenBLAS's
+//   kernel uses AVX-512 too and the GEMM has one thread (then the two are level and OpenBLAS
+//   stays). OpenBLAS itself is left as select_openblas_gemm left it (a fallback core switched, a
+//   core the user set kept). Elsewhere: OpenBLAS as select_openblas_gemm leaves it. Without
+//   OpenBLAS: ours where it applies, else portable.
 // The self-test of our GEMM runs on the calling thread (no engine needed).
-GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu);
+GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu,
+                              int blas_threads);
 
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
 // cblas_sgemm with Backend::sgemm's arguments (dimensions within int: the caller checks).
