@@ -157,8 +157,9 @@ for workers in "" 1 2 4 8; do
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
 
-# 8. The CPU GEMMs on every core of this machine (our AVX-512 GEMM has run on 2 vCPUs only; auto
-# runs it where OpenBLAS's kernel lacks AVX-512: bench/README.md, "Prefetch in our AVX-512 GEMM").
+# 8. The CPU GEMMs on every core of this machine: auto runs our AVX-512 GEMM on a CPU with AVX-512
+# since it ran 1.2-2.3x OpenBLAS 0.3.26 on this machine's 16 vCPUs (bench/README.md, "Our GEMM on
+# 16 cores"); OpenBLAS's kernels beside it, in rounds.
 step cpu_gemm 180 "$bld/bench_native" --only=gemm "$out/native_gemm.json"
 grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_)|^ +(avx512_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
   "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"
