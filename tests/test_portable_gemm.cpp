@@ -5,16 +5,22 @@
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
 #include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
+#include "cpu/gemm_threads.h"
 #include "ops_test_util.h"
 #include "test_util.h"
 
@@ -259,4 +265,75 @@ TEST_CASE("our GEMMs run concurrently inside engine ops", "[gemm][portable][engi
   EngineConfigGuard restore;
   configure_engine({EngineKind::kThreaded, 2});
   for (const Gemm& gemm : our_gemms()) check_concurrent_in_ops(gemm);
+}
+
+// GemmThreads (the AVX-512 GEMM's threads) on a pool of its own: concurrent calls each cover
+// their range exactly once, a chunk's exception reaches its own caller, and a call made while
+// another holds a caller busy gets the helper that is free (before 2026-11-27 it ran alone on its
+// calling thread: the second GEMM of a backward pass on one core of 16).
+TEST_CASE("GemmThreads: concurrent calls share the helpers, cover their range once, and keep "
+          "their errors",
+          "[gemm][threads]") {
+  using Clock = std::chrono::steady_clock;
+  detail::GemmThreads pool(4);
+  REQUIRE(pool.threads() == 4);
+
+  SECTION("three callers at once, every index once, errors to their caller") {
+    constexpr int kCallers = 3, kRounds = 150;
+    constexpr std::int64_t kN = 997;
+    std::atomic<int> wrong{0}, errors_seen{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < kCallers; ++c) {
+      callers.emplace_back([&, c] {
+        for (int r = 0; r < kRounds; ++r) {
+          std::vector<std::atomic<int>> hits(kN);
+          const bool fail = r % 10 == c;  // now and then a chunk throws, naming its caller
+          try {
+            pool.parallel_for(kN, 7, [&](std::int64_t b, std::int64_t e) {
+              for (std::int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+              if (fail && b <= 500 && 500 < e) throw std::runtime_error("caller " + std::to_string(c));
+            });
+            if (fail) wrong.fetch_add(1);  // the exception was lost
+          } catch (const std::runtime_error& err) {
+            if (!fail || std::string(err.what()) != "caller " + std::to_string(c)) wrong.fetch_add(1);
+            errors_seen.fetch_add(1);
+          }
+          for (std::int64_t i = 0; i < kN; ++i)
+            if (hits[i].load() != 1) wrong.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : callers) t.join();
+    CHECK(wrong.load() == 0);
+    CHECK(errors_seen.load() == kCallers * (kRounds / 10));
+  }
+
+  SECTION("a call made while another caller is busy gets a free helper") {
+    // A's caller blocks inside A until B is done; A's other chunks finish on the helpers. B's
+    // caller then blocks in B until one of B's chunks runs on another thread: only a helper can
+    // run it. (With one job at a time, B ran alone on its caller and waited out the deadline.)
+    std::atomic<bool> b_done{false}, a_blocked{false}, a_finished{false}, b_elsewhere{false};
+    std::thread a_caller([&] {
+      const std::thread::id self = std::this_thread::get_id();
+      pool.parallel_for(8, 1, [&](std::int64_t, std::int64_t) {
+        if (std::this_thread::get_id() != self) return;
+        a_blocked.store(true);
+        while (!b_done.load()) std::this_thread::yield();
+      });
+      a_finished.store(true);
+    });
+    while (!a_blocked.load() && !a_finished.load()) std::this_thread::yield();
+    const std::thread::id self = std::this_thread::get_id();
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    pool.parallel_for(8, 1, [&](std::int64_t, std::int64_t) {
+      if (std::this_thread::get_id() != self) {
+        b_elsewhere.store(true);
+        return;
+      }
+      while (!b_elsewhere.load() && Clock::now() < deadline) std::this_thread::yield();
+    });
+    b_done.store(true);
+    a_caller.join();
+    CHECK(b_elsewhere.load());
+  }
 }
