@@ -291,11 +291,15 @@ TEST_CASE("GemmThreads: concurrent calls share the helpers, cover their range on
           try {
             pool.parallel_for(kN, 7, [&](std::int64_t b, std::int64_t e) {
               for (std::int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
-              if (fail && b <= 500 && 500 < e) throw std::runtime_error("caller " + std::to_string(c));
+              if (fail && b <= 500 && 500 < e) {
+                throw std::runtime_error("caller " + std::to_string(c));
+              }
             });
             if (fail) wrong.fetch_add(1);  // the exception was lost
           } catch (const std::runtime_error& err) {
-            if (!fail || std::string(err.what()) != "caller " + std::to_string(c)) wrong.fetch_add(1);
+            if (!fail || std::string(err.what()) != "caller " + std::to_string(c)) {
+              wrong.fetch_add(1);
+            }
             errors_seen.fetch_add(1);
           }
           for (std::int64_t i = 0; i < kN; ++i)

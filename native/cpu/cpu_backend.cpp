@@ -100,7 +100,8 @@ class CpuBackend final : public Backend {
 #else
     blas_threads_ = blas_threads_from_env();
 #endif
-    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features(), blas_threads_);
+    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features(),
+                            blas_threads_);
     switch (gemm_.which) {
       case GemmKernel::kPortable:
         corename_ = "portable";

@@ -304,8 +304,8 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     return s;
   }
   if (openblas_avx512) {
-    return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason + ") uses AVX-512, but on " +
-                                std::to_string(blas_threads) +
+    return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason +
+                                ") uses AVX-512, but on " + std::to_string(blas_threads) +
                                 " threads asyncnd's AVX-512 GEMM is faster: ours, after its "
                                 "self-test passed (OpenBLAS left as it is)",
                             s.loaded_core);
