@@ -801,9 +801,10 @@ int main(int argc, char** argv) {
   }
   if (!only.empty()) {
     try {
-      std::printf("bench_native --only=%s: %s, %u cores, load average %s, OpenBLAS core %s\n",
+      std::printf("bench_native --only=%s: %s, %u cores, load average %s, OpenBLAS core %s, "
+                  "GEMM %s\n",
                   only.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
-                  loadavg().c_str(), blas_corename().c_str());
+                  loadavg().c_str(), blas_corename().c_str(), cpu_gemm().kernel.c_str());
       if (only == "e6") {
         bench_e6();
       } else if (only == "overhead") {  // the per-op costs against this machine's hand-off floor

@@ -153,7 +153,7 @@ for workers in "" 1 2 4 8; do
   name=cpu_overhead${workers:+_w$workers}
   step "$name" 120 env ASYNCND_PYTHON=python3 ${workers:+ASYNCND_CPU_WORKERS=$workers} \
     "$bld/bench_native" --only=overhead "$out/native_overhead${workers:+_w$workers}.json"
-  grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
+  grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|push_only_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
 
