@@ -186,13 +186,15 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
 }
 
 #if ASYNCND_HAVE_OPENBLAS
+using asyncnd::detail::GemmKernel;
 using asyncnd::detail::openblas_sgemm;
+using asyncnd::detail::select_cpu_gemm;
+using asyncnd::detail::switch_openblas_core;
 
 TEST_CASE("gemm selection: on a simulated fallback load, auto moves OpenBLAS to a better kernel "
           "that passes its self-test, and a user's OPENBLAS_CORETYPE is left alone",
           "[gemm][select]") {
   using asyncnd::detail::select_openblas_gemm;
-  using asyncnd::detail::switch_openblas_core;
   const CpuFeatures cpu = asyncnd::detail::cpu_features();
   if (!cpu.avx2 || !cpu.fma) {
     WARN("SKIPPED: this CPU has no AVX2 with FMA: no kernel better than a fallback one applies");
@@ -240,9 +242,6 @@ TEST_CASE("gemm selection: on a simulated fallback load, auto moves OpenBLAS to 
 TEST_CASE("gemm selection: where OpenBLAS's kernel leaves AVX-512 unused (a core the user set), "
           "auto runs our AVX-512 GEMM and leaves OpenBLAS as it is",
           "[gemm][select]") {
-  using asyncnd::detail::GemmKernel;
-  using asyncnd::detail::select_cpu_gemm;
-  using asyncnd::detail::switch_openblas_core;
   const CpuFeatures cpu = asyncnd::detail::cpu_features();
   if (!cpu.avx2 || !cpu.fma) {
     WARN("SKIPPED: this CPU has no AVX2 with FMA: OpenBLAS cannot load Haswell here");
@@ -279,12 +278,10 @@ TEST_CASE("gemm selection: where OpenBLAS's kernel leaves AVX-512 unused (a core
                     "openblas or portable");
   REQUIRE(switch_openblas_core(original));
 }
+
 TEST_CASE("gemm selection: where OpenBLAS's kernel uses AVX-512 too, auto runs ours on several "
           "threads and keeps OpenBLAS on one",
           "[gemm][select]") {
-  using asyncnd::detail::GemmKernel;
-  using asyncnd::detail::select_cpu_gemm;
-  using asyncnd::detail::switch_openblas_core;
   const CpuFeatures cpu = asyncnd::detail::cpu_features();
   if (!cpu.avx512 || !ASYNCND_HAVE_AVX512_GEMM) {
     WARN("SKIPPED: this CPU (or build) has no AVX-512 (F, BW, VL and DQ): OpenBLAS cannot load "
