@@ -115,7 +115,8 @@ FUZZ_STEPS ?= 100000
 FUZZ_NATIVE := build/asyncnd_tests "fuzz: random API sequences on the engine as configured"
 fuzz: build wasm
 	for s in $(FUZZ_SEEDS); do \
-	  for cfg in ASYNCND_ENGINE=naive ASYNCND_CPU_WORKERS=1 ASYNCND_CPU_WORKERS=2 ASYNCND_CPU_WORKERS=4; do \
+	  for cfg in ASYNCND_ENGINE=naive ASYNCND_CPU_WORKERS=1 ASYNCND_CPU_WORKERS=2 ASYNCND_CPU_WORKERS=4 \
+	      "ASYNCND_CPU_WORKERS=4 ASYNCND_CPU_PACING=ops"; do \
 	    echo "fuzz: native, $$cfg, seed $$s"; \
 	    env $$cfg ASYNCND_FUZZ_SEED=$$s ASYNCND_FUZZ_STEPS=$(FUZZ_STEPS) $(FUZZ_NATIVE); \
 	  done; \

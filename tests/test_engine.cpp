@@ -527,6 +527,39 @@ TEST_CASE("one worker takes queued ops in runs: a priority op pushed during a ru
   REQUIRE(order == std::vector<int>{0, 9, 1, 2, 3, 4});
 }
 
+TEST_CASE("a run stalled on a long op: another worker takes over the rest", "[engine]") {
+  // Worker 1 takes A, B and C as one run (the FIFO whole, while worker 2 is held in a gate); A
+  // waits for B. Only worker 2, once free, can run B: by taking over the rest of worker 1's run
+  // (worker_pool.cpp, spin_paced). Taking ops one by one, worker 1 takes A alone and worker 2 B.
+  for (Pacing pacing : {Pacing::kRuns, Pacing::kOps}) {
+    INFO("pacing " << pacing_name(pacing));
+    EngineOptions o{EngineKind::kThreaded, 2};
+    o.cpu_pacing = pacing;
+    Engine eng(o);
+    Gate gate1, gate2;
+    Var g1 = eng.new_var(), g2 = eng.new_var();
+    eng.push([&] { gate1.wait(); }, {}, {g1});
+    eng.push([&] { gate2.wait(); }, {}, {g2});
+    sleep_ms(20);  // each worker is inside a gate (one took the other's over)
+    std::atomic<bool> b_ran{false}, a_saw_b{false};
+    Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var();
+    eng.push(
+        [&] {
+          const auto t0 = clk::now();
+          while (!b_ran.load() && ms_since(t0) < 5000) std::this_thread::yield();
+          a_saw_b = b_ran.load();
+        },
+        {}, {a});
+    eng.push([&] { b_ran = true; }, {}, {b});
+    eng.push([] {}, {}, {c});
+    gate1.open = true;
+    sleep_ms(5);  // worker 1 is in A
+    gate2.open = true;
+    eng.waitall();
+    CHECK(a_saw_b.load());
+  }
+}
+
 TEST_CASE("worker_has_more_ops: inside an op, whether more ops wait for its device", "[engine]") {
   CHECK_FALSE(detail::worker_has_more_ops());  // not on a worker
   for (const int workers : {1, 3}) {  // 1: takes queued ops in runs (paced); 3: one by one
@@ -742,19 +775,47 @@ TEST_CASE("an exception inside parallel_for reaches the caller, not the worker",
                     Catch::Contains("split_op") && Catch::Contains("chunk zero failed"));
 }
 
-TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE and ASYNCND_CPU_WORKERS", "[engine]") {
+TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE, ASYNCND_CPU_WORKERS and "
+          "ASYNCND_CPU_PACING", "[engine]") {
   ::setenv("ASYNCND_ENGINE", "naive", 1);
   ::setenv("ASYNCND_CPU_WORKERS", "3", 1);
   EngineOptions o = EngineOptions::from_env();
   CHECK(o.kind == EngineKind::kNaive);
   CHECK(o.cpu_workers == 3);
   CHECK(o.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(o.cpu_pacing == Pacing::kAuto);
   ::setenv("ASYNCND_ENGINE", "turbo", 1);
   CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("turbo"));
   ::unsetenv("ASYNCND_ENGINE");
   ::setenv("ASYNCND_CPU_WORKERS", "many", 1);
   CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("many"));
   ::unsetenv("ASYNCND_CPU_WORKERS");
+  for (Pacing p : {Pacing::kAuto, Pacing::kRuns, Pacing::kOps}) {
+    ::setenv("ASYNCND_CPU_PACING", pacing_name(p), 1);
+    CHECK(EngineOptions::from_env().cpu_pacing == p);
+  }
+  ::setenv("ASYNCND_CPU_PACING", "", 1);
+  CHECK(EngineOptions::from_env().cpu_pacing == Pacing::kAuto);
+  ::setenv("ASYNCND_CPU_PACING", "Runs", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(),
+                    Catch::Contains("ASYNCND_CPU_PACING") && Catch::Contains("'Runs'") &&
+                        Catch::Contains("'auto', 'runs' or 'ops'"));
+  ::unsetenv("ASYNCND_CPU_PACING");
+}
+
+TEST_CASE("pacing: natively every CPU pool takes runs unless told otherwise", "[engine]") {
+  for (int workers : {1, 3}) {
+    INFO(workers << " workers");
+    CHECK(Engine(EngineOptions{EngineKind::kThreaded, workers}).pacing() == Pacing::kRuns);
+    EngineOptions o{EngineKind::kThreaded, workers};
+    o.cpu_pacing = Pacing::kOps;
+    CHECK(Engine(o).pacing() == Pacing::kOps);
+    o.cpu_pacing = Pacing::kRuns;
+    CHECK(Engine(o).pacing() == Pacing::kRuns);
+  }
+  CHECK(Engine(EngineOptions{EngineKind::kNaive}).pacing() == Pacing::kOps);
+  CHECK_THROWS_WITH(Engine(EngineOptions{}).pacing(Device{DeviceKind::kCPU, 3}),
+                    Catch::Contains("pacing"));
 }
 
 TEST_CASE("memory_limit_from: the cgroup's limit when below physical memory, else physical",

@@ -792,13 +792,21 @@ TEST_CASE("fuzz: random API sequences on the engine as configured", "[fuzz]") {
 
 TEST_CASE("fuzz: the naive engine and other worker counts", "[fuzz]") {
   const EngineOptions original = EngineOptions::from_env();
-  for (int workers : {0, 1, 4}) {
+  struct Config {
+    int workers;  // 0: the naive engine
+    Pacing pacing;
+    const char* name;
+  };
+  for (const Config& c : {Config{0, Pacing::kAuto, "naive"},
+                          Config{1, Pacing::kAuto, "threaded, 1 worker"},
+                          Config{4, Pacing::kRuns, "threaded, 4 workers taking runs"},
+                          Config{4, Pacing::kOps, "threaded, 4 workers taking ops one by one"}}) {
     EngineOptions o = original;
-    o.kind = workers == 0 ? EngineKind::kNaive : EngineKind::kThreaded;
-    o.cpu_workers = workers;
+    o.kind = c.workers == 0 ? EngineKind::kNaive : EngineKind::kThreaded;
+    o.cpu_workers = c.workers;
+    o.cpu_pacing = c.pacing;
     configure_engine(o);
-    run_fuzz(workers == 0 ? "naive" : workers == 1 ? "threaded, 1 worker" : "threaded, 4 workers",
-             fuzz_steps(4000) / 3);
+    run_fuzz(c.name, fuzz_steps(4000) / 4);
   }
   configure_engine(original);
 }

@@ -123,6 +123,20 @@ constexpr std::uint64_t default_max_inflight_bytes(std::uint64_t memory_bytes) {
              : kDefaultInflightBytesCap;
 }
 
+// How the CPU pool's idle workers take queued ops (EngineOptions::cpu_pacing, ASYNCND_CPU_PACING).
+enum class Pacing {
+  kAuto,  // kRuns natively; in WebAssembly kRuns for one worker, kOps for several
+  // An idle worker looks at the queue every 4 us (at once when a thread waits or an op becomes
+  // ready), and takes everything queued as a run, which it runs in push order. Another idle worker
+  // takes over the rest of a run whose worker has sat on one op for a whole look, so independent
+  // long ops still run side by side. A frontend pushing small ops then moves the queue's cache
+  // line between cores once per run, not once per op.
+  kRuns,
+  kOps,  // idle workers watch the queue and take ops one by one as they come
+};
+// "auto", "runs", "ops".
+const char* pacing_name(Pacing pacing);
+
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
   // CPU worker threads; 0 = one per hardware thread but one (at least one), leaving a core to the
@@ -133,11 +147,13 @@ struct EngineOptions {
   std::size_t max_inflight_bytes = 0;
   // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
   BoundSource max_inflight_bytes_source = BoundSource::kNone;
-  // Reads ASYNCND_ENGINE (threaded|naive) and ASYNCND_CPU_WORKERS over the defaults above, and
-  // sets the default bounds: kDefaultMaxInflightOps ops, and
-  // default_max_inflight_bytes(program_memory_limit().bytes) bytes. ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES
-  // (whole numbers, 0 = no bound) replace them. Throws asyncnd::Error naming the variable and its
-  // value for a bad value (not a whole number, a sign, trailing characters, too large).
+  Pacing cpu_pacing = Pacing::kAuto;  // the CPU pool's; a GPU's lone worker always takes runs
+  // Reads ASYNCND_ENGINE (threaded|naive), ASYNCND_CPU_WORKERS and ASYNCND_CPU_PACING
+  // (auto|runs|ops) over the defaults above, and sets the default bounds: kDefaultMaxInflightOps
+  // ops, and default_max_inflight_bytes(program_memory_limit().bytes) bytes.
+  // ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES (whole numbers, 0 = no bound) replace
+  // them. Throws asyncnd::Error naming the variable and its value for a bad value (not a whole
+  // number, a sign, trailing characters, too large; an unknown word).
   static EngineOptions from_env();
   // The same with `limit` in place of the machine's (tests simulate a small machine with it).
   static EngineOptions from_env(const MemoryLimit& limit);
@@ -255,6 +271,9 @@ class Engine {
   // Worker threads serving `device` (0 in the naive engine). Throws asyncnd::Error for a device
   // that does not exist.
   int num_workers(Device device = {}) const;
+  // How the workers serving `device` take queued ops: kRuns or kOps (EngineOptions::cpu_pacing
+  // with kAuto resolved; a GPU's worker takes runs). kOps in the naive engine, which has none.
+  Pacing pacing(Device device = {}) const;
 
   // A fresh variable owned by this engine. Never blocks.
   Var new_var();

@@ -12,6 +12,15 @@
 
 namespace asyncnd {
 
+const char* pacing_name(Pacing pacing) {
+  switch (pacing) {
+    case Pacing::kAuto: return "auto";
+    case Pacing::kRuns: return "runs";
+    case Pacing::kOps: return "ops";
+  }
+  return "?";
+}
+
 namespace detail {
 bool on_engine_worker();
 }
@@ -141,6 +150,17 @@ EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
     o.cpu_workers = static_cast<int>(
         detail::parse_env_uint("ASYNCND_CPU_WORKERS", w, 0, 1024, "a count"));
   }
+  if (const char* p = std::getenv("ASYNCND_CPU_PACING"); p && *p) {  // empty: the default
+    const Pacing all[] = {Pacing::kAuto, Pacing::kRuns, Pacing::kOps};
+    const Pacing* found = std::find_if(std::begin(all), std::end(all), [p](Pacing x) {
+      return std::strcmp(p, pacing_name(x)) == 0;
+    });
+    if (found == std::end(all)) {
+      throw Error(std::string("ASYNCND_CPU_PACING: unknown pacing '") + p +
+                  "' (expected 'auto', 'runs' or 'ops')");
+    }
+    o.cpu_pacing = *found;
+  }
   return o;
 }
 
@@ -152,6 +172,7 @@ Engine::~Engine() = default;
 
 EngineKind Engine::kind() const { return impl_->kind(); }
 int Engine::num_workers(Device device) const { return impl_->num_workers(device); }
+Pacing Engine::pacing(Device device) const { return impl_->pacing(device); }
 Var Engine::new_var() { return impl_->new_var(); }
 
 void Engine::push(OpFunction fn, std::vector<Var> reads, std::vector<Var> writes,

@@ -69,7 +69,8 @@ void EngineImpl::start(const EngineOptions& options) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - 1);
   if (kind_ == EngineKind::kThreaded) {
-    cpu_pool_ = std::make_unique<DevicePool>(this, Device::cpu(), cpu_workers_);
+    cpu_pool_ = std::make_unique<DevicePool>(this, Device::cpu(), cpu_workers_,
+                                             paced_pool(options.cpu_pacing, cpu_workers_));
   }
 }
 
@@ -103,6 +104,12 @@ int EngineImpl::num_workers(Device device) {
   return pool_for(device).size();
 }
 
+Pacing EngineImpl::pacing(Device device) {
+  if (!device.is_cpu() || device.id != 0) backend_for(device, "pacing");
+  if (kind_ == EngineKind::kNaive) return Pacing::kOps;
+  return pool_for(device).paced() ? Pacing::kRuns : Pacing::kOps;
+}
+
 DevicePool* EngineImpl::find_pool_locked(Device device) noexcept {
   for (auto& p : other_pools_) {
     if (p->device() == device) return p.get();
@@ -115,7 +122,7 @@ DevicePool& EngineImpl::pool_for(Device device) {
   std::lock_guard<std::mutex> lk(pools_mu_);
   if (DevicePool* p = find_pool_locked(device)) return *p;
   // One worker launches a GPU's ops; the device itself runs them asynchronously.
-  other_pools_.push_back(std::make_unique<DevicePool>(this, device, 1));
+  other_pools_.push_back(std::make_unique<DevicePool>(this, device, 1, true));
   n_other_pools_.store(static_cast<int>(other_pools_.size()), std::memory_order_release);
   return *other_pools_.back();
 }

@@ -183,10 +183,14 @@ struct ParallelJob {
   std::condition_variable wait_cv;
 };
 
+// Whether a CPU pool of `workers` with `pacing` takes runs (Pacing::kAuto resolved).
+bool paced_pool(Pacing pacing, int workers);
+
 // The workers of one device and their ready queue.
 class DevicePool {
  public:
-  DevicePool(EngineImpl* engine, Device device, int workers);
+  // paced: its idle workers take runs (Pacing::kRuns; paced_pool), else ops one by one.
+  DevicePool(EngineImpl* engine, Device device, int workers, bool paced);
   ~DevicePool();  // stops and joins the workers; the queue must be empty
   // Without `urgent`, a paced pool's idle worker finds op at its next look; with it (an op that a
   // completion made ready, a push from a thread that waits after its pushes), and for a priority
@@ -194,7 +198,8 @@ class DevicePool {
   void enqueue(OprBlock* op, bool urgent) noexcept;
   // A thread is about to wait for ops: the idle worker of a paced pool looks at the queue now.
   void hurry();
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return workers_; }
+  bool paced() const { return paced_; }
   Device device() const { return device_; }
   // Ops queued and not yet taken by a worker: a hint, without locks (worker_has_more_ops).
   int queued_hint() const { return queued_.load(std::memory_order_relaxed); }
@@ -205,25 +210,28 @@ class DevicePool {
   int open_jobs() const { return njobs_.load(std::memory_order_seq_cst); }
 
  private:
-  // A run of ops taken from the FIFO at once (paced pools only), in push order.
-  struct Run {
-    OprBlock* head = nullptr;
-    OprBlock* tail = nullptr;
-    int n = 0;
-  };
   void worker_main(int index);
-  OprBlock* try_pop(Run& run);  // the next op; a paced pool may also hand the FIFO's rest to run
-  void give_back(Run& run);     // puts a run's unstarted ops back at the FIFO's head
-  bool spin_paced();            // an idle paced worker: true once has_work()
+  // The next op; a paced pool may also take the FIFO's other ops, whose list (in push order) it
+  // returns in rest.
+  OprBlock* try_pop(OprBlock*& rest);
+  // Runs op, then the ops of rest one by one, through the worker's slot (runs_): until the run
+  // is done, another worker takes the rest, or a priority op comes (hurry_ no longer `seen`).
+  void run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen);
+  void give_back(OprBlock* head);  // puts a run's unstarted ops back at the FIFO's head
+  // An idle paced worker: true once has_work(), or once another worker's run has sat on the same
+  // op for a whole look (stale: its slot's index in `victim`, else -1).
+  bool spin_paced(int self, int& victim);
   void poke_worker() noexcept;  // changes hurry_
   bool has_work() const;     // a hint, without locks
   bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
   void wake_one() noexcept;
+  bool any_run() const;  // some worker's run has ops not started (runs_)
 
   EngineImpl* engine_;
   Device device_;
   const int max_spinners_;  // this machine's cores: the most that spin after a parallel_for (wasm)
+  const int workers_;       // threads_.size() once all have started (workers read this meanwhile)
   std::vector<std::thread> threads_;
 
   // What every push and every idle worker touch, on one cache line: the FIFO and its lock, the
@@ -251,18 +259,32 @@ class DevicePool {
   std::atomic<bool> waking_{false};
   std::atomic<bool> stop_{false};
 
-  // Pacing, for a pool of one worker (a GPU's, or the CPU's on a machine of two cores). In a loop
-  // of small pushes (E5), a worker that watches the queue's line takes each op as it comes: the
-  // line, and the pusher's time, then cross between cores once per op. A paced worker, once
-  // idle, looks at the queue only every kPollPace, so that the pusher keeps the line in its
-  // cache meanwhile, and then takes all that came in one go. It looks at once when hurry_
-  // changes: a thread is about to wait (hurry), a thread that waited since its last push pushes
-  // again, a completion made an op ready, or a priority op came (which also ends a run early).
-  // One worker runs its ops in push order anyway, so runs change no order; a pool of several
-  // keeps taking ops one by one, so that independent ops run side by side (bench/README.md,
-  // "Paced polling").
+  // Pacing. In a loop of small pushes (E5), a worker that watches the queue's line takes each op
+  // as it comes: the line, and the pusher's time, then cross between cores once per op. A paced
+  // worker, once idle, looks at the queue only every kPollPace, so that the pusher keeps the line
+  // in its cache meanwhile, and then takes all that came in one go: a run. It looks at once when
+  // hurry_ changes: a thread is about to wait (hurry), a thread that waited since its last push
+  // pushes again, a completion made an op ready, or a priority op came (which also ends a run
+  // early: the rest goes back to the FIFO).
+  //
+  // In a pool of several workers, a run must not hold back ops that others could run side by
+  // side (E1's independent products). So a run's unstarted ops sit in its worker's slot
+  // (runs_), and the idle worker that looks at the queue also looks at the slots: one whose
+  // worker has not started another op since its last look (a kPollPace ago at least) it takes
+  // whole, and runs as its own run. Ops of a microsecond or less so stay on one worker, in
+  // order, as a lone worker would run them; longer ones spread over the pool a look apart each.
+  // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
+  // (paced_pool). bench/README.md, "Paced polling" and "Runs in a pool of several workers".
   const bool paced_;
   alignas(64) std::atomic<unsigned> hurry_{0};
+  // One line per worker: the rest of its run, written by the worker once per op it starts and
+  // exchanged to null by another that takes it. Only the spinning worker (one at a time) reads
+  // them all, and keeps what it saw at its last look in seen_rest_.
+  struct alignas(64) RunSlot {
+    std::atomic<OprBlock*> rest{nullptr};
+  };
+  std::unique_ptr<RunSlot[]> runs_;
+  std::unique_ptr<OprBlock*[]> seen_rest_;
 
   alignas(64) std::vector<OprBlock*> heap_;  // ops with priority != 0, a max-heap on (priority, -seq)
   SpinLock jobs_lock_;
@@ -299,6 +321,7 @@ class EngineImpl {
 
   EngineKind kind() const { return kind_; }
   int num_workers(Device device);
+  Pacing pacing(Device device);
 
   Var new_var();
   // The caller's handles must stay alive until push returns.

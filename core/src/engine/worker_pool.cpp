@@ -17,7 +17,7 @@ struct WorkerTls {
   DevicePool* pool = nullptr;
   int index = -1;
   bool ran_chunks = false;  // ran chunks of a parallel_for since it last went idle
-  int run_left = 0;         // ops left in the run being run (worker_has_more_ops)
+  std::atomic<OprBlock*>* run_rest = nullptr;  // its slot: the rest of its run (worker_has_more_ops)
 };
 thread_local WorkerTls tls_worker;
 
@@ -47,15 +47,36 @@ bool heap_less(const OprBlock* a, const OprBlock* b) {
 bool on_engine_worker() { return tls_worker.engine != nullptr; }
 
 bool worker_has_more_ops() noexcept {
-  return tls_worker.run_left > 0 ||
+  return (tls_worker.run_rest != nullptr &&
+          tls_worker.run_rest->load(std::memory_order_relaxed) != nullptr) ||
          (tls_worker.pool != nullptr && tls_worker.pool->queued_hint() > 0);
 }
 
-DevicePool::DevicePool(EngineImpl* engine, Device device, int workers)
+bool paced_pool(Pacing pacing, int workers) {
+  switch (pacing) {
+    case Pacing::kRuns: return true;
+    case Pacing::kOps: return false;
+    case Pacing::kAuto: break;
+  }
+#if defined(__EMSCRIPTEN__)
+  // In WebAssembly a pool of several workers (the browser's and Node's default: two) takes ops
+  // one by one, as measured before a run could pass to another worker (bench/README.md, "Runs in
+  // a pool of several workers").
+  return workers == 1;
+#else
+  (void)workers;
+  return true;
+#endif
+}
+
+DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool paced)
     : engine_(engine),
       device_(device),
       max_spinners_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
-      paced_(workers == 1) {
+      workers_(workers),
+      paced_(paced),
+      runs_(new RunSlot[static_cast<std::size_t>(workers)]),
+      seen_rest_(new OprBlock*[static_cast<std::size_t>(workers)]()) {
   threads_.reserve(static_cast<std::size_t>(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
 }
@@ -136,7 +157,7 @@ void DevicePool::wake_one() noexcept {
   park_cv_.notify_one();
 }
 
-OprBlock* DevicePool::try_pop(Run& run) {
+OprBlock* DevicePool::try_pop(OprBlock*& rest) {
   if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
   OprBlock* op = nullptr;
   {
@@ -146,13 +167,10 @@ OprBlock* DevicePool::try_pop(Run& run) {
       // this order anyway).
       op = fifo_head_;
       EngineImpl::prefetch_for_write(op);  // see below
-      run.head = op->next;
-      run.tail = fifo_tail_;
-      run.n = fifo_n_ - 1;
+      rest = op->next;  // the FIFO's list ends in nullptr (enqueue)
+      queued_.store(queued_.load(std::memory_order_relaxed) - fifo_n_, std::memory_order_relaxed);
       fifo_head_ = fifo_tail_ = nullptr;
       fifo_n_ = 0;
-      queued_.store(queued_.load(std::memory_order_relaxed) - (run.n + 1),
-                    std::memory_order_relaxed);
       return op;
     }
     if (!heap_.empty() && (heap_.front()->priority > 0 || fifo_head_ == nullptr)) {
@@ -179,23 +197,85 @@ OprBlock* DevicePool::try_pop(Run& run) {
   return op;
 }
 
-void DevicePool::give_back(Run& run) {
+void DevicePool::give_back(OprBlock* head) {
+  OprBlock* tail = head;
+  int n = 1;
+  for (; tail->next; tail = tail->next) ++n;
   std::lock_guard<SpinLock> lk(qlock_);
-  run.tail->next = fifo_head_;
-  if (!fifo_head_) fifo_tail_ = run.tail;
-  fifo_head_ = run.head;
-  fifo_n_ += run.n;
-  queued_.store(queued_.load(std::memory_order_relaxed) + run.n, std::memory_order_relaxed);
-  run = Run{};
+  tail->next = fifo_head_;
+  if (!fifo_head_) fifo_tail_ = tail;
+  fifo_head_ = head;
+  fifo_n_ += n;
+  queued_.store(queued_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-bool DevicePool::spin_paced() {
+bool DevicePool::any_run() const {
+  for (int w = 0; w < size(); ++w) {
+    if (runs_[static_cast<std::size_t>(w)].rest.load(std::memory_order_seq_cst)) return true;
+  }
+  return false;
+}
+
+void DevicePool::run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen) {
+  std::atomic<OprBlock*>& slot = runs_[static_cast<std::size_t>(index)].rest;
+  if (rest) slot.store(rest, std::memory_order_seq_cst);
+  // More ready work and nobody looking for it: wake a helper (here, not in the pusher). Work is
+  // queued ops, our run (which may stall on a long op), and other workers' runs, which the
+  // worker that stopped spinning to run this op was watching. Our run is published first, and
+  // both sides are sequentially consistent: a worker that stops spinning and parks meanwhile
+  // either is counted here or sees the run before it waits (worker_main); a worker that saw this
+  // one spinning when it published its run is seen here.
+  if (spinners_.load(std::memory_order_seq_cst) == 0 &&
+      sleepers_.load(std::memory_order_seq_cst) > 0 &&
+      (rest != nullptr || queued_.load(std::memory_order_relaxed) > 0 || (paced_ && any_run()))) {
+    wake_one();
+  }
+  engine_->run_op(op, index);
+  if (!rest) return;
+  // With one worker nobody else takes a run: plain loads and stores do.
+  const bool shared = size() > 1;
+  for (;;) {
+    // Taken out of the slot before it runs, so that no other worker can take it too; the slot
+    // holds null for these few instructions, which a looking worker reads as "no run".
+    OprBlock* next = shared ? slot.exchange(nullptr, std::memory_order_acq_rel)
+                            : slot.load(std::memory_order_relaxed);
+    if (!next) return;  // done, or another worker took the rest
+    if (hurry_.load(std::memory_order_acquire) != seen) {
+      slot.store(nullptr, std::memory_order_relaxed);
+      give_back(next);  // a priority op came: pop again (the heap goes first)
+      return;
+    }
+    slot.store(next->next, std::memory_order_release);  // read before it runs: run_op recycles
+    engine_->run_op(next, index);                        // the record
+  }
+}
+
+bool DevicePool::spin_paced(int self, int& victim) {
   using Clock = std::chrono::steady_clock;
   auto t = Clock::now();
-  const auto end = t + kIdleSpin;
+  auto end = t + kIdleSpin;
+  const int workers = size();
+  for (int w = 0; w < workers; ++w) seen_rest_[static_cast<std::size_t>(w)] = nullptr;
   for (int looks = 1;; ++looks) {
     const unsigned seen = hurry_.load(std::memory_order_acquire);
     if (has_work()) return true;
+    // The other workers' runs. One whose rest is what it was at the last look has sat on one op
+    // since then: take its rest. (A record recycled into the same place in a new run between two
+    // looks reads as stale too; taking a run that moves on only spreads it.)
+    bool runs = false;
+    for (int w = 0; w < workers; ++w) {
+      if (w == self) continue;
+      OprBlock* r = runs_[static_cast<std::size_t>(w)].rest.load(std::memory_order_relaxed);
+      OprBlock*& before = seen_rest_[static_cast<std::size_t>(w)];
+      if (r != nullptr && r == before) {
+        victim = w;
+        return true;
+      }
+      before = r;
+      runs = runs || r != nullptr;
+    }
+    // While another worker has a run, keep looking: it may stall on a long op.
+    if (runs) end = t + kIdleSpin;
     if (t >= end) return false;
     // Yield now and then, as spin_until does: with more runnable threads than cores (the
     // frontend, BLAS's threads), one of them may need this core.
@@ -218,36 +298,27 @@ bool DevicePool::has_work() const {
 
 void DevicePool::worker_main(int index) {
   tls_worker = WorkerTls{engine_, this, index};
+  tls_worker.run_rest = &runs_[static_cast<std::size_t>(index)].rest;
   // A device's backend may hold back the calls of the ops run so far (Backend::flush): it starts
   // them when this worker finds nothing more to run. The ops that waited for a held op are queued
   // here when it finishes, so a chain of small ops is held, and started, as a whole.
   const bool may_hold = !device_.is_cpu();
   bool unflushed = false;
+  int victim = -1;  // a worker whose run spin_paced found stale
   for (;;) {
     // Read before the pop: a priority op pushed after it ends the run.
     const unsigned seen = hurry_.load(std::memory_order_acquire);
-    Run run;
-    if (OprBlock* op = try_pop(run)) {
+    OprBlock* rest = nullptr;
+    OprBlock* op = try_pop(rest);
+    if (!op && victim >= 0) {
+      // Another worker's stale run (spin_paced): its rest, if still there, is ours now.
+      op = runs_[static_cast<std::size_t>(victim)].rest.exchange(nullptr, std::memory_order_acq_rel);
+      if (op) rest = op->next;
+    }
+    victim = -1;
+    if (op) {
       unflushed = may_hold;
-      // More ready work and nobody looking for it: wake a helper (here, not in the pusher).
-      if (queued_.load(std::memory_order_relaxed) > 0 &&
-          spinners_.load(std::memory_order_relaxed) == 0 &&
-          sleepers_.load(std::memory_order_relaxed) > 0) {
-        wake_one();
-      }
-      tls_worker.run_left = run.n;
-      engine_->run_op(op, index);
-      while (run.head) {
-        if (hurry_.load(std::memory_order_acquire) != seen) {
-          give_back(run);  // a priority op came: pop again (the heap goes first)
-          break;
-        }
-        OprBlock* next = run.head;
-        run.head = next->next;  // read before it runs: run_op recycles the record
-        tls_worker.run_left = --run.n;
-        engine_->run_op(next, index);
-      }
-      tls_worker.run_left = 0;
+      run_ops(op, rest, index, seen);
       continue;
     }
     if (unflushed) {
@@ -272,7 +343,8 @@ void DevicePool::worker_main(int index) {
     // Spin for a bounded time if no other worker does, then park.
     int expected = 0;
     if (spinners_.compare_exchange_strong(expected, 1)) {
-      bool found = paced_ ? spin_paced() : spin_until([this] { return has_work(); }, kIdleSpin);
+      bool found =
+          paced_ ? spin_paced(index, victim) : spin_until([this] { return has_work(); }, kIdleSpin);
       spinners_.fetch_sub(1, std::memory_order_seq_cst);
       if (found) continue;
     }
@@ -280,6 +352,8 @@ void DevicePool::worker_main(int index) {
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     while (queue_empty() && njobs_.load(std::memory_order_seq_cst) == 0 &&
            !stop_.load(std::memory_order_seq_cst)) {
+      // A run that nobody watches (run_ops): watch it.
+      if (paced_ && spinners_.load(std::memory_order_seq_cst) == 0 && any_run()) break;
       park_cv_.wait(lk);
       waking_.store(false, std::memory_order_release);  // whoever was signalled is back
     }
