@@ -191,10 +191,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::printf("bench_e1_threads: %s, %d hardware threads, BLAS %s with %d threads%s, %d CPU "
-                "workers by default\n",
+                "workers by default, taking %s\n",
                 asyncnd_bench::cpu_model().c_str(), cores, detail::cpu_blas_corename().c_str(),
                 detail::cpu_blas_threads(),
-                std::getenv("ASYNCND_BLAS_THREADS") ? " (ASYNCND_BLAS_THREADS)" : "", deflt);
+                std::getenv("ASYNCND_BLAS_THREADS") ? " (ASYNCND_BLAS_THREADS)" : "", deflt,
+                pacing_name(engine().pacing()));
     record("e1t_hardware_threads", cores);
     record("e1t_blas_threads", detail::cpu_blas_threads());
     record("e1t_default_workers", deflt);

@@ -732,6 +732,7 @@ std::string machine_json() {
     << ", \"gemm_reason\": " << json_str(cpu_gemm().reason)
     << ", \"sgemm1000_best_kernel\": " << json_str(g_best_kernel)
     << ", \"cpu_workers\": " << engine().num_workers()
+    << ", \"cpu_pacing\": " << json_str(pacing_name(engine().pacing()))
     << ", \"engine\": " << json_str(engine().kind() == EngineKind::kThreaded ? "threaded" : "naive")
     << ", \"env_OPENBLAS_CORETYPE\": " << json_str(env_or("OPENBLAS_CORETYPE", ""))
     << ", \"env_ASYNCND_BLAS_THREADS\": " << json_str(env_or("ASYNCND_BLAS_THREADS", ""))
@@ -802,9 +803,10 @@ int main(int argc, char** argv) {
   if (!only.empty()) {
     try {
       std::printf("bench_native --only=%s: %s, %u cores, load average %s, OpenBLAS core %s, "
-                  "GEMM %s\n",
+                  "GEMM %s, %d CPU workers taking %s\n",
                   only.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
-                  loadavg().c_str(), blas_corename().c_str(), cpu_gemm().kernel.c_str());
+                  loadavg().c_str(), blas_corename().c_str(), cpu_gemm().kernel.c_str(),
+                  engine().num_workers(), pacing_name(engine().pacing()));
       if (only == "e6") {
         bench_e6();
       } else if (only == "overhead") {  // the per-op costs against this machine's hand-off floor
@@ -833,9 +835,10 @@ int main(int argc, char** argv) {
                 cpu_model().c_str(), std::thread::hardware_concurrency(), g_load_start.c_str(),
                 g_busy_before, g_busy_before > 10 ? " (another process is running: expect noise)" : "");
     bench_numpy(exe_dir());
-    std::printf("\nengine: %d CPU workers, OpenBLAS core %s, %d BLAS threads (policy)\n"
+    std::printf("\nengine: %d CPU workers taking %s, OpenBLAS core %s, %d BLAS threads (policy)\n"
                 "GEMM: %s (%s)\n",
-                engine().num_workers(), blas_corename().c_str(), blas_threads_policy(),
+                engine().num_workers(), pacing_name(engine().pacing()), blas_corename().c_str(),
+                blas_threads_policy(),
                 cpu_gemm().kernel.c_str(), cpu_gemm().reason.c_str());
     bench_torch(exe_dir(), blas_threads_policy(), false);
     bench_per_op();

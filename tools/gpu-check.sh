@@ -11,13 +11,16 @@
 #   4. the whole ctest suite (the gpu_* entries must pass, not skip),
 #   5. make demo's program (examples/cpp/chapter.cpp), E7 included,
 #   6. bench_e1_threads (E1 against the engine's and BLAS's thread counts: this is the many-core
-#      machine we have; OUTDIR/e1_threads.json and its trace),
+#      machine we have; OUTDIR/e1_threads.json and its trace), then again with the CPU workers
+#      taking ops one by one (ASYNCND_CPU_PACING=ops: OUTDIR/e1_threads_ops.json),
 #   7. bench_native --only=overhead, the per-op costs of the CPU device against this machine's
 #      hand-off floor and PyTorch's CPU step (E5), with the default workers (one per hardware
-#      thread but one: several, so not paced), with one (paced), and with 2, 4 and 8 (where the
-#      many workers' per-op cost sets in): OUTDIR/native_overhead.json, native_overhead_wN.json,
+#      thread but one), 1, 2 and 8, each taking runs (the default) and, but for 1, ops one by one:
+#      OUTDIR/native_overhead.json, native_overhead_wN.json, native_overhead_ops.json, ...,
 #   8. bench_native --only=gemm, the CPU GEMMs on every core: OpenBLAS's kernels, our AVX-512 GEMM
 #      and the engine's nd::dot, side by side in rounds (OUTDIR/native_gemm.json),
+#   9. bench_native --only=e6, the chapter's MLP on every core, with the CPU workers taking runs and
+#      taking ops (OUTDIR/native_e6.json, native_e6_ops.json),
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -142,17 +145,24 @@ fi
 step demo 240 "$bld/example_chapter"
 
 # 6. The CPU side of this many-core machine: E1 against the thread counts (bench/e1_threads.cpp).
+# With ops taken one by one, the workers' pacing before runs could pass between workers.
 step cpu_e1_threads 120 "$bld/bench_e1_threads" "$out/e1_threads.json"
 grep -v -E "^$|^wrote" "$out/cpu_e1_threads.log" | tee -a "$summary"
+step cpu_e1_threads_ops 120 env ASYNCND_CPU_PACING=ops "$bld/bench_e1_threads" "$out/e1_threads_ops.json"
+grep -E "^  [0-9]+ " "$out/cpu_e1_threads_ops.log" | sed "s/^/[cpu_e1_threads_ops] /" | tee -a "$summary"
 
 # 7. The per-op costs on this many-core CPU (the CPU goals of bench/README.md, "The figures"), with
-# the default workers, with one, and with 2, 4 and 8 (on a 16-thread Xeon, 2026-11-26, 15 workers
-# missed the per-op goals that one met: bench/README.md, "Held small calls on an NVIDIA H100");
-# E5's peer is this machine's PyTorch (python3 here has it).
-for workers in "" 1 2 4 8; do
-  name=cpu_overhead${workers:+_w$workers}
-  step "$name" 120 env ASYNCND_PYTHON=python3 ${workers:+ASYNCND_CPU_WORKERS=$workers} \
-    "$bld/bench_native" --only=overhead "$out/native_overhead${workers:+_w$workers}.json"
+# the default workers, with one, 2 and 8, taking runs and ops (on a 16-thread Xeon, 2026-11-27,
+# 15 workers taking ops one by one missed the per-op goals that one worker taking runs met:
+# bench/README.md, "`tools/gpu-check.sh` on an H100 again"); E5's peer is this machine's PyTorch
+# (python3 here has it). Each entry is WORKERS:PACING, an empty WORKERS the default.
+for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
+  workers=${config%%:*} pacing=${config#*:}
+  tag=${workers:+_w$workers}$([ "$pacing" = ops ] && echo _ops)
+  name=cpu_overhead$tag
+  step "$name" 120 env ASYNCND_PYTHON=python3 ASYNCND_CPU_PACING=$pacing \
+    ${workers:+ASYNCND_CPU_WORKERS=$workers} \
+    "$bld/bench_native" --only=overhead "$out/native_overhead$tag.json"
   grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|push_only_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
@@ -163,6 +173,16 @@ done
 step cpu_gemm 180 "$bld/bench_native" --only=gemm "$out/native_gemm.json"
 grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_)|^ +(avx512_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
   "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"
+
+# 9. The chapter's MLP on every core, its ops taken in runs and one by one: a run passes to other
+# workers only when it stalls on an op, and E6's layers have independent GEMMs side by side.
+for pacing in runs ops; do
+  tag=$([ "$pacing" = ops ] && echo _ops)
+  step "cpu_e6$tag" 150 env ASYNCND_CPU_PACING=$pacing "$bld/bench_native" --only=e6 \
+    "$out/native_e6$tag.json"
+  grep -E "^bench_native|^ +e6_(sync|nosync|bounded|default)_s " "$out/cpu_e6$tag.log" |
+    sed "s/^/[cpu_e6$tag] /" | tee -a "$summary"
+done
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status

@@ -215,7 +215,8 @@ class DevicePool {
   // returns in rest.
   OprBlock* try_pop(OprBlock*& rest);
   // Runs op, then the ops of rest one by one, through the worker's slot (runs_): until the run
-  // is done, another worker takes the rest, or a priority op comes (hurry_ no longer `seen`).
+  // is done, another worker takes the rest, or a priority op comes (priority_pushes_ no longer
+  // `seen`).
   void run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen);
   void give_back(OprBlock* head);  // puts a run's unstarted ops back at the FIFO's head
   // An idle paced worker: true once has_work(), or once another worker's run has sat on the same
@@ -277,6 +278,11 @@ class DevicePool {
   // (paced_pool). bench/README.md, "Paced polling" and "Runs in a pool of several workers".
   const bool paced_;
   alignas(64) std::atomic<unsigned> hurry_{0};
+  // Priority ops pushed so far: a change ends the runs in progress, whose rest goes back to the
+  // FIFO (the heap goes first). Separate from hurry_, which every poke changes (a completion that
+  // made an op ready, a waiting thread), so that runs end for priority ops only; read once per op
+  // by every worker in a run, on a line of its own.
+  alignas(64) std::atomic<unsigned> priority_pushes_{0};
   // One line per worker: the rest of its run, written by the worker once per op it starts and
   // exchanged to null by another that takes it. Only the spinning worker (one at a time) reads
   // them all, and keeps what it saw at its last look in seen_rest_.

@@ -1,7 +1,9 @@
 // Per-device worker pools: a ready queue (FIFO for priority 0, a heap otherwise), workers that
 // spin briefly before they park (at most one spins at a time, so that on a small machine the
 // frontend thread keeps a core; in wasm, workers fresh from a parallel_for spin longer: see
-// kAfterJobSpin), and parallel_for over idle workers.
+// kAfterJobSpin), runs (a paced pool's worker takes the FIFO whole; the spinning worker takes
+// over the rest of a run that sits on one op: DevicePool::paced_), and parallel_for over idle
+// workers.
 #include <algorithm>
 
 #include "asyncnd/detail/backend.h"
@@ -103,6 +105,9 @@ void DevicePool::enqueue(OprBlock* op, bool urgent) noexcept {
     } else {
       heap_.push_back(op);
       std::push_heap(heap_.begin(), heap_.end(), heap_less);
+      // Ends the runs in progress (run_ops); modified under qlock_ only, as queued_.
+      priority_pushes_.store(priority_pushes_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_release);
     }
     // Modified under qlock_ only, so a plain store does; spinners read it without the lock.
     queued_.store(queued_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -112,8 +117,12 @@ void DevicePool::enqueue(OprBlock* op, bool urgent) noexcept {
     // either it sees this op or we see it.
     const int spinners = spinners_.load(std::memory_order_relaxed);
     wake = spinners == 0 && sleepers_.load(std::memory_order_relaxed) > 0;
-    // A priority op may have to end the worker's run; other ops only matter to an idle worker.
-    poke = paced_ && (op->priority != 0 || (urgent && spinners > 0));
+    // An idle worker looks at once (a priority op's also ends the runs: priority_pushes_). Not
+    // for an op that one of our workers made ready: that worker looks at the queue itself once
+    // its op is done, and the op stays on its core (a chain of small ops in a pool of several
+    // would otherwise move to another worker at every op).
+    poke = paced_ && (op->priority != 0 ||
+                      (urgent && spinners > 0 && tls_worker.pool != this));
   }
   if (poke) poke_worker();
   if (wake) wake_one();
@@ -240,7 +249,7 @@ void DevicePool::run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen)
     OprBlock* next = shared ? slot.exchange(nullptr, std::memory_order_acq_rel)
                             : slot.load(std::memory_order_relaxed);
     if (!next) return;  // done, or another worker took the rest
-    if (hurry_.load(std::memory_order_acquire) != seen) {
+    if (priority_pushes_.load(std::memory_order_acquire) != seen) {
       slot.store(nullptr, std::memory_order_relaxed);
       give_back(next);  // a priority op came: pop again (the heap goes first)
       return;
@@ -307,7 +316,7 @@ void DevicePool::worker_main(int index) {
   int victim = -1;  // a worker whose run spin_paced found stale
   for (;;) {
     // Read before the pop: a priority op pushed after it ends the run.
-    const unsigned seen = hurry_.load(std::memory_order_acquire);
+    const unsigned seen = priority_pushes_.load(std::memory_order_acquire);
     OprBlock* rest = nullptr;
     OprBlock* op = try_pop(rest);
     if (!op && victim >= 0) {
