@@ -193,8 +193,8 @@ class DevicePool {
   DevicePool(EngineImpl* engine, Device device, int workers, bool paced);
   ~DevicePool();  // stops and joins the workers; the queue must be empty
   // Without `urgent`, a paced pool's idle worker finds op at its next look; with it (an op that a
-  // completion made ready, a push from a thread that waits after its pushes), and for a priority
-  // op, it looks now (hurry).
+  // completion made ready, unless on one of this pool's workers, which looks itself; a push from
+  // a thread that waits after its pushes), and for a priority op, it looks now (hurry).
   void enqueue(OprBlock* op, bool urgent) noexcept;
   // A thread is about to wait for ops: the idle worker of a paced pool looks at the queue now.
   void hurry();
@@ -265,8 +265,8 @@ class DevicePool {
   // worker, once idle, looks at the queue only every kPollPace, so that the pusher keeps the line
   // in its cache meanwhile, and then takes all that came in one go: a run. It looks at once when
   // hurry_ changes: a thread is about to wait (hurry), a thread that waited since its last push
-  // pushes again, a completion made an op ready, or a priority op came (which also ends a run
-  // early: the rest goes back to the FIFO).
+  // pushes again, a completion on a thread other than the pool's workers (a GPU's) made an op
+  // ready, or a priority op came (which also ends the runs early: the rest goes back to the FIFO).
   //
   // In a pool of several workers, a run must not hold back ops that others could run side by
   // side (E1's independent products). So a run's unstarted ops sit in its worker's slot
