@@ -235,7 +235,12 @@ test(`fuzz: ${STEPS} random API steps (ASYNCND_FUZZ_SEED=${SEED})`, async () => 
       const a = healthy();
       if (!a) return;
       let b = null;
-      for (let i = 0; i < 6 && !b; ++i) { const c = any(); if (!c.poisoned && broadcast(a.r.shape, c.r.shape)) b = c; }
+      // A partner whose broadcast with a has at most 2^18 elements (as tests/test_fuzz.cpp), else
+      // a fresh one: two large arrays, one reshaped to [n,1,1], would broadcast past the heap.
+      for (let i = 0; i < 6 && !b; ++i) {
+        const c = any(), s = c.poisoned ? null : broadcast(a.r.shape, c.r.shape);
+        if (s && sizeOf(s) <= 2 ** 18) b = c;
+      }
       let fresh = null;
       if (!b) {
         const s = partner(a.r.shape), v = randomValues(sizeOf(s));
