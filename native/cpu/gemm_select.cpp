@@ -303,16 +303,13 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
     return s;
   }
-  if (openblas_avx512) {
-    return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason +
-                                ") uses AVX-512, but on " + std::to_string(blas_threads) +
-                                " threads asyncnd's AVX-512 GEMM is faster: ours, after its "
-                                "self-test passed (OpenBLAS left as it is)",
-                            s.loaded_core);
-  }
-  return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason +
-                              ") does not use AVX-512, which this CPU has: asyncnd's AVX-512 GEMM, "
-                              "after its self-test passed (OpenBLAS left as it is)",
+  const std::string why = openblas_avx512
+                              ? "uses AVX-512, but on " + std::to_string(blas_threads) +
+                                    " threads asyncnd's AVX-512 GEMM is faster: ours"
+                              : "does not use AVX-512, which this CPU has: asyncnd's AVX-512 "
+                                "GEMM";
+  return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason + ") " + why +
+                              ", after its self-test passed (OpenBLAS left as it is)",
                           s.loaded_core);
 #else
   (void)user_coretype;

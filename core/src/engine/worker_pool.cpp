@@ -172,8 +172,8 @@ OprBlock* DevicePool::try_pop(OprBlock*& rest) {
   {
     std::lock_guard<SpinLock> lk(qlock_);
     if (paced_ && heap_.empty() && fifo_n_ > 1) {
-      // The whole FIFO: one look at this line for all of them (one worker would run them in
-      // this order anyway).
+      // The whole FIFO: one look at this line for all of them, run in push order (another worker
+      // takes over the rest if this one sits on an op: run_ops, spin_paced).
       op = fifo_head_;
       EngineImpl::prefetch_for_write(op);  // see below
       rest = op->next;  // the FIFO's list ends in nullptr (enqueue)
