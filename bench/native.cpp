@@ -197,6 +197,57 @@ void bench_per_op() {
   record("wait_roundtrip_p99_us", percentile(us, 0.99), "99th percentile (a sleeping hand-off shows here)");
 }
 
+// A burst: kOps independent ops of about 1.5 us each (y = x + 1 over 2048 floats, each into a
+// buffer of its own), pushed at once, then waitall; on an engine of the default CPU workers but
+// at least 2, taking runs and taking ops (EngineOptions::cpu_pacing), alternated, kReps rounds.
+// Runs queued faster than they are run grow long; the spinning worker splits them
+// (worker_pool.cpp, split). Without that, most of a burst ran on one worker: bench/README.md,
+// "Splitting long runs".
+void bench_burst() {
+  constexpr int kOps = 4000, kReps = 5;
+  static constexpr int kLen = 2048;
+  const int workers = std::max(2, engine().num_workers());
+  const std::string title = "a burst of " + std::to_string(kOps) +
+                            " independent ops of ~1.5 us (x + 1 over " + std::to_string(kLen) +
+                            " floats), on " + std::to_string(workers) +
+                            " CPU workers taking runs, then ops, in " + std::to_string(kReps) +
+                            " rounds";
+  heading(title.c_str());
+  std::vector<float> x(kLen, 1.0f), ys(static_cast<std::size_t>(kOps) * kLen);
+  auto burst_ms = [&](Engine& eng, std::vector<Var>& vars) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kOps; ++i) {
+      float* y = ys.data() + static_cast<std::size_t>(i) * kLen;
+      eng.push(
+          [&x, y] {
+            for (int j = 0; j < kLen; ++j) y[j] = x[static_cast<std::size_t>(j)] + 1.0f;
+          },
+          {}, {vars[static_cast<std::size_t>(i)]});
+    }
+    eng.waitall();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> t[2];
+  for (int r = 0; r < kReps; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      EngineOptions o{EngineKind::kThreaded, workers};
+      o.cpu_pacing = k == 0 ? Pacing::kRuns : Pacing::kOps;
+      Engine eng(o);
+      std::vector<Var> vars;
+      for (int i = 0; i < kOps; ++i) vars.push_back(eng.new_var());
+      burst_ms(eng, vars);  // warm-up: the op records, the buffers' pages, the workers
+      t[k].push_back(burst_ms(eng, vars));
+      for (Var v : vars) eng.delete_var(v);
+      eng.waitall();
+    }
+    std::printf("  round %d: runs %7.2f ms, ops %7.2f ms\n", r + 1, t[0].back(), t[1].back());
+  }
+  record("burst_runs_ms", median(t[0]), "the burst, pushed and run, workers taking runs (median)");
+  record("burst_ops_ms", median(t[1]), "the same, workers taking ops one by one");
+  record("burst_runs_over_ops", median(t[0]) / median(t[1]), "= burst_runs_ms / burst_ops_ms");
+  record("burst_workers", workers, "CPU workers of the burst's engines");
+}
+
 // ---- E5 ------------------------------------------------------------------------------------
 
 // The chapter's E5 (experiments/chapter.h), five times; each figure is the median over the runs.
@@ -811,6 +862,7 @@ int main(int argc, char** argv) {
         bench_e6();
       } else if (only == "overhead") {  // the per-op costs against this machine's hand-off floor
         bench_per_op();
+        bench_burst();
         bench_e5();
         bench_torch(exe_dir(), blas_threads_policy(), true);  // E5's peer, in the same run
       } else {  // the engine's GEMM against the best kernel this CPU has
@@ -842,6 +894,7 @@ int main(int argc, char** argv) {
                 cpu_gemm().kernel.c_str(), cpu_gemm().reason.c_str());
     bench_torch(exe_dir(), blas_threads_policy(), false);
     bench_per_op();
+    bench_burst();
     bench_e5();
 #if ASYNCND_HAVE_OPENBLAS
     bench_gemm_sweep();

@@ -139,6 +139,10 @@ struct OprBlock {
   int worker = -1;
   double start_us = 0;
   OprBlock* next = nullptr;               // ready-queue link
+  // At the head of a run's rest (DevicePool::runs_): the list's last op and its length, for the
+  // worker that takes the rest over. Written by the run's worker before it publishes the list.
+  OprBlock* run_last = nullptr;
+  int run_left = 0;
   std::uint64_t seq = 0;                  // push order, for the priority queue's ties
   Access* acc = nullptr;                  // nreads reads, then nwrites writes
   Access inline_acc[4];
@@ -211,17 +215,29 @@ class DevicePool {
 
  private:
   void worker_main(int index);
-  // The next op; a paced pool may also take the FIFO's other ops, whose list (in push order) it
-  // returns in rest.
-  OprBlock* try_pop(OprBlock*& rest);
+  // The ops of a run not yet started: a list in push order (OprBlock::next), its last op, and
+  // how many.
+  struct RunList {
+    OprBlock* head = nullptr;
+    OprBlock* tail = nullptr;
+    int n = 0;
+  };
+  // The next op; a paced pool may also take the FIFO's other ops, which it returns in rest.
+  OprBlock* try_pop(RunList& rest);
   // Runs op, then the ops of rest one by one, through the worker's slot (runs_): until the run
   // is done, another worker takes the rest, or a priority op comes (priority_pushes_ no longer
-  // `seen`).
-  void run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen);
-  void give_back(OprBlock* head);  // puts a run's unstarted ops back at the FIFO's head
+  // `seen`). Asked to (RunSlot::split), it gives the later half of its rest back to the FIFO.
+  void run_ops(OprBlock* op, RunList rest, int index, unsigned seen);
+  // Puts a run's unstarted ops back at the FIFO's head.
+  void give_back(OprBlock* head, OprBlock* tail, int n);
+  // Gives the later half of rest (2 ops or more) back to the FIFO, for the spinner that asked.
+  void split(RunList& rest);
   // An idle paced worker: true once has_work(), or once another worker's run has sat on the same
-  // op for a whole look (stale: its slot's index in `victim`, else -1).
+  // op for a whole look (stale: its slot's index in `victim`, else -1). Meanwhile it asks a run
+  // that moves on, but slowly for its length, to split (RunSlot::split).
   bool spin_paced(int self, int& victim);
+  // Takes the rest of worker w's run, if still there.
+  OprBlock* take_run(int w, RunList& rest);
   void poke_worker() noexcept;  // changes hurry_
   bool has_work() const;     // a hint, without locks
   bool queue_empty();        // exact, under qlock_
@@ -283,14 +299,30 @@ class DevicePool {
   // made an op ready, a waiting thread), so that runs end for priority ops only; read once per op
   // by every worker in a run, on a line of its own.
   alignas(64) std::atomic<unsigned> priority_pushes_{0};
-  // One line per worker: the rest of its run, written by the worker once per op it starts and
-  // exchanged to null by another that takes it. Only the spinning worker (one at a time) reads
-  // them all, and keeps what it saw at its last look in seen_rest_.
+  //
+  // A run can also be long: a burst of short ops queued while every worker was busy, taken whole
+  // by the first to look, would run there while the others idle. So the spinner also estimates
+  // how long each run that moves on has left: its ops left (RunSlot::left) over those it started
+  // since the last look. If that is kSplitLooks looks or more, it asks the run's worker to split
+  // (RunSlot::split), which gives the later half of its rest back to the FIFO at its next op;
+  // the spinner takes that half as its own run, and may later ask either to split again. Short
+  // runs (E5's pushes, a look's worth of small ops) are never split.
+  //
+  // One line per worker: the rest of its run and its length, written by the worker once per op
+  // it starts (the rest exchanged to null by another that takes it over; its head op says how
+  // long it is: OprBlock::run_left), and the spinner's request to split. Only the spinning worker (one at a time) reads them all, and keeps what it saw at its
+  // last look in seen_.
   struct alignas(64) RunSlot {
     std::atomic<OprBlock*> rest{nullptr};
+    std::atomic<int> left{0};          // rest's length, for the spinner: a hint
+    std::atomic<bool> split{false};    // set by the spinner, cleared by the run's worker
+  };
+  struct SeenRun {
+    OprBlock* rest = nullptr;
+    int left = 0;
   };
   std::unique_ptr<RunSlot[]> runs_;
-  std::unique_ptr<OprBlock*[]> seen_rest_;
+  std::unique_ptr<SeenRun[]> seen_;
 
   alignas(64) std::vector<OprBlock*> heap_;  // ops with priority != 0, a max-heap on (priority, -seq)
   SpinLock jobs_lock_;

@@ -27,6 +27,12 @@ constexpr auto kIdleSpin = std::chrono::microseconds(100);
 // A paced pool's idle worker looks at the queue this often (DevicePool::paced_). E5 on a Zen 4
 // VM, per step, against watching the queue: bench/README.md, "Paced polling".
 constexpr auto kPollPace = std::chrono::microseconds(4);
+// The spinner asks a run to split when the run's rest would take this many looks or more at the
+// pace it moved since the last look (DevicePool::runs_): 32 µs, against the few µs that a split
+// costs (a walk through half the rest's records, which the worker runs next anyway, a lock of
+// the queue, and the look that takes the half). E5's runs (a look's worth of ops of a fraction
+// of a µs each) are far below it. bench/README.md, "Splitting long runs".
+constexpr int kSplitLooks = 8;
 #if defined(__EMSCRIPTEN__)
 // In WebAssembly, every worker that took part in a parallel_for spins this long once idle (beside
 // the one-spinner rule), so that the next large op finds all of them running: big ops come in
@@ -78,7 +84,7 @@ DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool pace
       workers_(workers),
       paced_(paced),
       runs_(new RunSlot[static_cast<std::size_t>(workers)]),
-      seen_rest_(new OprBlock*[static_cast<std::size_t>(workers)]()) {
+      seen_(new SeenRun[static_cast<std::size_t>(workers)]) {
   threads_.reserve(static_cast<std::size_t>(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
 }
@@ -166,7 +172,7 @@ void DevicePool::wake_one() noexcept {
   park_cv_.notify_one();
 }
 
-OprBlock* DevicePool::try_pop(OprBlock*& rest) {
+OprBlock* DevicePool::try_pop(RunList& rest) {
   if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
   OprBlock* op = nullptr;
   {
@@ -176,7 +182,7 @@ OprBlock* DevicePool::try_pop(OprBlock*& rest) {
       // takes over the rest if this one sits on an op: run_ops, spin_paced).
       op = fifo_head_;
       EngineImpl::prefetch_for_write(op);  // see below
-      rest = op->next;  // the FIFO's list ends in nullptr (enqueue)
+      rest = RunList{op->next, fifo_tail_, fifo_n_ - 1};  // the list ends in nullptr (enqueue)
       queued_.store(queued_.load(std::memory_order_relaxed) - fifo_n_, std::memory_order_relaxed);
       fifo_head_ = fifo_tail_ = nullptr;
       fifo_n_ = 0;
@@ -206,10 +212,7 @@ OprBlock* DevicePool::try_pop(OprBlock*& rest) {
   return op;
 }
 
-void DevicePool::give_back(OprBlock* head) {
-  OprBlock* tail = head;
-  int n = 1;
-  for (; tail->next; tail = tail->next) ++n;
+void DevicePool::give_back(OprBlock* head, OprBlock* tail, int n) {
   std::lock_guard<SpinLock> lk(qlock_);
   tail->next = fifo_head_;
   if (!fifo_head_) fifo_tail_ = tail;
@@ -225,9 +228,33 @@ bool DevicePool::any_run() const {
   return false;
 }
 
-void DevicePool::run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen) {
-  std::atomic<OprBlock*>& slot = runs_[static_cast<std::size_t>(index)].rest;
-  if (rest) slot.store(rest, std::memory_order_seq_cst);
+OprBlock* DevicePool::take_run(int w, RunList& rest) {
+  OprBlock* op = runs_[static_cast<std::size_t>(w)].rest.exchange(nullptr, std::memory_order_acq_rel);
+  // The exchange read the release that published op, written after op's run_last and run_left.
+  if (op && op->next) rest = RunList{op->next, op->run_last, op->run_left - 1};
+  return op;
+}
+
+void DevicePool::run_ops(OprBlock* op, RunList rest, int index, unsigned seen) {
+  RunSlot& slot = runs_[static_cast<std::size_t>(index)];
+  // With one worker nobody else takes a run or asks it to split: plain loads and stores do.
+  const bool shared = size() > 1;
+  // What another worker that takes the rest over needs, in its head op, and its length for the
+  // spinner; then the rest itself.
+  auto publish = [&slot](const RunList& r) {
+    if (r.head) {
+      r.head->run_last = r.tail;
+      r.head->run_left = r.n;
+      slot.left.store(r.n, std::memory_order_relaxed);
+    }
+  };
+  if (rest.head) {
+    if (shared) {
+      slot.split.store(false, std::memory_order_relaxed);  // asked of a run that has ended
+      publish(rest);
+    }
+    slot.rest.store(rest.head, std::memory_order_seq_cst);
+  }
   // More ready work and nobody looking for it: wake a helper (here, not in the pusher). Work is
   // queued ops, our run (which may stall on a long op), and other workers' runs, which the
   // worker that stopped spinning to run this op was watching. Our run is published first, and
@@ -236,26 +263,51 @@ void DevicePool::run_ops(OprBlock* op, OprBlock* rest, int index, unsigned seen)
   // one spinning when it published its run is seen here.
   if (spinners_.load(std::memory_order_seq_cst) == 0 &&
       sleepers_.load(std::memory_order_seq_cst) > 0 &&
-      (rest != nullptr || queued_.load(std::memory_order_relaxed) > 0 || (paced_ && any_run()))) {
+      (rest.head != nullptr || queued_.load(std::memory_order_relaxed) > 0 ||
+       (paced_ && any_run()))) {
     wake_one();
   }
   engine_->run_op(op, index);
-  if (!rest) return;
-  // With one worker nobody else takes a run: plain loads and stores do.
-  const bool shared = size() > 1;
+  if (!rest.head) return;
   for (;;) {
     // Taken out of the slot before it runs, so that no other worker can take it too; the slot
-    // holds null for these few instructions, which a looking worker reads as "no run".
-    OprBlock* next = shared ? slot.exchange(nullptr, std::memory_order_acq_rel)
-                            : slot.load(std::memory_order_relaxed);
+    // holds null for these few instructions, which a looking worker reads as "no run". What
+    // comes out is rest.head, unless another worker took the rest (null).
+    OprBlock* next = shared ? slot.rest.exchange(nullptr, std::memory_order_acq_rel)
+                            : slot.rest.load(std::memory_order_relaxed);
     if (!next) return;  // done, or another worker took the rest
     if (priority_pushes_.load(std::memory_order_acquire) != seen) {
-      slot.store(nullptr, std::memory_order_relaxed);
-      give_back(next);  // a priority op came: pop again (the heap goes first)
+      slot.rest.store(nullptr, std::memory_order_relaxed);
+      give_back(next, rest.tail, rest.n);  // a priority op came: pop again (the heap goes first)
       return;
     }
-    slot.store(next->next, std::memory_order_release);  // read before it runs: run_op recycles
-    engine_->run_op(next, index);                        // the record
+    rest.head = next->next;  // read before it runs: run_op recycles the record
+    --rest.n;
+    if (shared && slot.split.load(std::memory_order_relaxed)) {
+      slot.split.store(false, std::memory_order_relaxed);
+      if (rest.n >= 2) split(rest);
+    }
+    if (shared) publish(rest);
+    slot.rest.store(rest.head, std::memory_order_release);
+    engine_->run_op(next, index);
+  }
+}
+
+void DevicePool::split(RunList& rest) {
+  // The earlier half stays: walking to the cut reads the records this worker runs next.
+  const int keep = rest.n / 2;
+  OprBlock* cut = rest.head;
+  for (int i = 1; i < keep; ++i) cut = cut->next;
+  OprBlock* given = cut->next;
+  cut->next = nullptr;
+  give_back(given, rest.tail, rest.n - keep);
+  rest.tail = cut;
+  rest.n = keep;
+  poke_worker();  // the spinner that asked looks now, and takes the half as its run
+  // If it has stopped spinning meanwhile, wake one (as at run_ops' start).
+  if (spinners_.load(std::memory_order_seq_cst) == 0 &&
+      sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_one();
   }
 }
 
@@ -264,24 +316,38 @@ bool DevicePool::spin_paced(int self, int& victim) {
   auto t = Clock::now();
   auto end = t + kIdleSpin;
   const int workers = size();
-  for (int w = 0; w < workers; ++w) seen_rest_[static_cast<std::size_t>(w)] = nullptr;
+  for (int w = 0; w < workers; ++w) seen_[static_cast<std::size_t>(w)] = SeenRun{};
   for (int looks = 1;; ++looks) {
     const unsigned seen = hurry_.load(std::memory_order_acquire);
     if (has_work()) return true;
     // The other workers' runs. One whose rest is what it was at the last look has sat on one op
     // since then: take its rest. (A record recycled into the same place in a new run between two
-    // looks reads as stale too; taking a run that moves on only spreads it.)
+    // looks reads as stale too; taking a run that moves on only spreads it.) Of those that move
+    // on, ask the one with the most looks left at its pace to split, if that is kSplitLooks or
+    // more.
     bool runs = false;
+    int ask = -1, most_looks = kSplitLooks - 1;
     for (int w = 0; w < workers; ++w) {
       if (w == self) continue;
-      OprBlock* r = runs_[static_cast<std::size_t>(w)].rest.load(std::memory_order_relaxed);
-      OprBlock*& before = seen_rest_[static_cast<std::size_t>(w)];
-      if (r != nullptr && r == before) {
+      const RunSlot& slot = runs_[static_cast<std::size_t>(w)];
+      OprBlock* r = slot.rest.load(std::memory_order_relaxed);
+      const int left = slot.left.load(std::memory_order_relaxed);
+      SeenRun& before = seen_[static_cast<std::size_t>(w)];
+      if (r != nullptr && r == before.rest) {
         victim = w;
         return true;
       }
-      before = r;
+      const int started = before.left - left;  // since the last look (in the same run if > 0)
+      if (r != nullptr && before.rest != nullptr && started > 0 && left / started > most_looks) {
+        most_looks = left / started;
+        ask = w;
+      }
+      before = SeenRun{r, left};
       runs = runs || r != nullptr;
+    }
+    if (ask >= 0) {
+      std::atomic<bool>& split = runs_[static_cast<std::size_t>(ask)].split;
+      if (!split.load(std::memory_order_relaxed)) split.store(true, std::memory_order_relaxed);
     }
     // While another worker has a run, keep looking: it may stall on a long op.
     if (runs) end = t + kIdleSpin;
@@ -317,13 +383,10 @@ void DevicePool::worker_main(int index) {
   for (;;) {
     // Read before the pop: a priority op pushed after it ends the run.
     const unsigned seen = priority_pushes_.load(std::memory_order_acquire);
-    OprBlock* rest = nullptr;
+    RunList rest;
     OprBlock* op = try_pop(rest);
-    if (!op && victim >= 0) {
-      // Another worker's stale run (spin_paced): its rest, if still there, is ours now.
-      op = runs_[static_cast<std::size_t>(victim)].rest.exchange(nullptr, std::memory_order_acq_rel);
-      if (op) rest = op->next;
-    }
+    // Another worker's stale run (spin_paced): its rest, if still there, is ours now.
+    if (!op && victim >= 0) op = take_run(victim, rest);
     victim = -1;
     if (op) {
       unflushed = may_hold;
