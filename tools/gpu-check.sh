@@ -155,7 +155,9 @@ grep -E "^  [0-9]+ " "$out/cpu_e1_threads_ops.log" | sed "s/^/[cpu_e1_threads_op
 # the default workers, with one, 2 and 8, taking runs and ops (on a 16-thread Xeon, 2026-11-27,
 # 15 workers taking ops one by one missed the per-op goals that one worker taking runs met:
 # bench/README.md, "`tools/gpu-check.sh` on an H100 again"); E5's peer is this machine's PyTorch
-# (python3 here has it). Each entry is WORKERS:PACING, an empty WORKERS the default.
+# (python3 here has it). Each entry is WORKERS:PACING, an empty WORKERS the default. Each also
+# times a burst of 4000 short ops on an engine of max(2, WORKERS) workers taking runs, then ops
+# (the split of long runs: bench/README.md, "Splitting long runs").
 for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
   workers=${config%%:*} pacing=${config#*:}
   tag=${workers:+_w$workers}$([ "$pacing" = ops ] && echo _ops)
@@ -163,7 +165,7 @@ for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
   step "$name" 120 env ASYNCND_PYTHON=python3 ASYNCND_CPU_PACING=$pacing \
     ${workers:+ASYNCND_CPU_WORKERS=$workers} \
     "$bld/bench_native" --only=overhead "$out/native_overhead$tag.json"
-  grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|push_only_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us) " \
+  grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|push_only_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us|burst_[a-z_]+) " \
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
 

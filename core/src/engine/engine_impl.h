@@ -137,12 +137,13 @@ struct OprBlock {
   ErrorRef async_failed;                  // fail()'s error; written before the completion arrives
   EngineImpl* engine = nullptr;
   int worker = -1;
+  // At the head of a run's rest (DevicePool::runs_): the list's length, for a worker that takes
+  // the rest over. Written by the run's worker before it publishes the list. (Here, in what was
+  // padding before start_us: a pointer to the list's last op as well made the record 16 bytes
+  // longer, so a taken-over run's last op is found by walking, when needed.)
+  int run_left = 0;
   double start_us = 0;
   OprBlock* next = nullptr;               // ready-queue link
-  // At the head of a run's rest (DevicePool::runs_): the list's last op and its length, for the
-  // worker that takes the rest over. Written by the run's worker before it publishes the list.
-  OprBlock* run_last = nullptr;
-  int run_left = 0;
   std::uint64_t seq = 0;                  // push order, for the priority queue's ties
   Access* acc = nullptr;                  // nreads reads, then nwrites writes
   Access inline_acc[4];
@@ -215,8 +216,9 @@ class DevicePool {
 
  private:
   void worker_main(int index);
-  // The ops of a run not yet started: a list in push order (OprBlock::next), its last op, and
-  // how many.
+  // The ops of a run not yet started: a list in push order (OprBlock::next), its last op (null
+  // when not known: a run taken over from another worker; found by walking when needed), and how
+  // many.
   struct RunList {
     OprBlock* head = nullptr;
     OprBlock* tail = nullptr;
@@ -228,7 +230,7 @@ class DevicePool {
   // is done, another worker takes the rest, or a priority op comes (priority_pushes_ no longer
   // `seen`). Asked to (RunSlot::split), it gives the later half of its rest back to the FIFO.
   void run_ops(OprBlock* op, RunList rest, int index, unsigned seen);
-  // Puts a run's unstarted ops back at the FIFO's head.
+  // Puts a run's unstarted ops (n, ending in tail, or null: walked to) back at the FIFO's head.
   void give_back(OprBlock* head, OprBlock* tail, int n);
   // Gives the later half of rest (2 ops or more) back to the FIFO, for the spinner that asked.
   void split(RunList& rest);

@@ -213,6 +213,9 @@ OprBlock* DevicePool::try_pop(RunList& rest) {
 }
 
 void DevicePool::give_back(OprBlock* head, OprBlock* tail, int n) {
+  if (!tail) {
+    for (tail = head; tail->next;) tail = tail->next;
+  }
   std::lock_guard<SpinLock> lk(qlock_);
   tail->next = fifo_head_;
   if (!fifo_head_) fifo_tail_ = tail;
@@ -230,8 +233,8 @@ bool DevicePool::any_run() const {
 
 OprBlock* DevicePool::take_run(int w, RunList& rest) {
   OprBlock* op = runs_[static_cast<std::size_t>(w)].rest.exchange(nullptr, std::memory_order_acq_rel);
-  // The exchange read the release that published op, written after op's run_last and run_left.
-  if (op && op->next) rest = RunList{op->next, op->run_last, op->run_left - 1};
+  // The exchange read the release that published op, written after op's run_left.
+  if (op && op->next) rest = RunList{op->next, nullptr, op->run_left - 1};
   return op;
 }
 
@@ -243,7 +246,6 @@ void DevicePool::run_ops(OprBlock* op, RunList rest, int index, unsigned seen) {
   // spinner; then the rest itself.
   auto publish = [&slot](const RunList& r) {
     if (r.head) {
-      r.head->run_last = r.tail;
       r.head->run_left = r.n;
       slot.left.store(r.n, std::memory_order_relaxed);
     }
