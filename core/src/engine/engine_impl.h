@@ -292,15 +292,6 @@ class DevicePool {
   // worker has not started another op since its last look (a kPollPace ago at least) it takes
   // whole, and runs as its own run. Ops of a microsecond or less so stay on one worker, in
   // order, as a lone worker would run them; longer ones spread over the pool a look apart each.
-  // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
-  // (paced_pool). bench/README.md, "Paced polling" and "Runs in a pool of several workers".
-  const bool paced_;
-  alignas(64) std::atomic<unsigned> hurry_{0};
-  // Priority ops pushed so far: a change ends the runs in progress, whose rest goes back to the
-  // FIFO (the heap goes first). Separate from hurry_, which every poke changes (a completion that
-  // made an op ready, a waiting thread), so that runs end for priority ops only; read once per op
-  // by every worker in a run, on a line of its own.
-  alignas(64) std::atomic<unsigned> priority_pushes_{0};
   //
   // A run can also be long: a burst of short ops queued while every worker was busy, taken whole
   // by the first to look, would run there while the others idle. So the spinner also estimates
@@ -310,10 +301,20 @@ class DevicePool {
   // the spinner takes that half as its own run, and may later ask either to split again. Short
   // runs (E5's pushes, a look's worth of small ops) are never split.
   //
+  // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
+  // (paced_pool). bench/README.md, "Paced polling", "Runs in a pool of several workers" and
+  // "Splitting long runs".
+  const bool paced_;
+  alignas(64) std::atomic<unsigned> hurry_{0};
+  // Priority ops pushed so far: a change ends the runs in progress, whose rest goes back to the
+  // FIFO (the heap goes first). Separate from hurry_, which every poke changes (a completion that
+  // made an op ready, a waiting thread), so that runs end for priority ops only; read once per op
+  // by every worker in a run, on a line of its own.
+  alignas(64) std::atomic<unsigned> priority_pushes_{0};
   // One line per worker: the rest of its run and its length, written by the worker once per op
   // it starts (the rest exchanged to null by another that takes it over; its head op says how
-  // long it is: OprBlock::run_left), and the spinner's request to split. Only the spinning worker (one at a time) reads them all, and keeps what it saw at its
-  // last look in seen_.
+  // long it is: OprBlock::run_left), and the spinner's request to split. Only the spinning
+  // worker (one at a time) reads them all, and keeps what it saw at its last look in seen_.
   struct alignas(64) RunSlot {
     std::atomic<OprBlock*> rest{nullptr};
     std::atomic<int> left{0};          // rest's length, for the spinner: a hint
