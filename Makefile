@@ -3,12 +3,13 @@
 #   make setup          apt packages (only the missing ones; no apt call when all are there),
 #                       and Node 20 into tools/node/ where node is missing or older
 #   make build          Release build into build/
-#   make test           build + ctest, then make test-wasm, then make test-sanitize
+#   make test           build + ctest, then make test-wasm, test-web, test-sanitize, test-clang
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
+#   make test-clang     everything built with clang (build-clang/), and the tests run
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist_mlp.cpp)
@@ -24,7 +25,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -84,6 +85,7 @@ test: build
 	$(MAKE) --no-print-directory test-wasm
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
+	$(MAKE) --no-print-directory test-clang
 
 # Emscripten's tools need Node to find Debian's acorn: without NODE_PATH, em++ fails in
 # acorn-optimizer.js ("Cannot find module 'acorn'"). The first build with these flags also builds
@@ -137,6 +139,16 @@ test-sanitize: setup
 	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=address -S . -B build-asan
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASYNCND_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure
+
+# The library, tests, benchmarks and examples built with clang (Debian's clang-14, which the
+# emscripten package brings), then the tests: GCC accepts some code that C++17 does not (a lambda
+# that captures a structured binding), which a user's clang build rejects. Without CUDA: nvcc
+# would pair a different host compiler.
+CLANGXX = $(shell command -v clang++-14 || command -v clang++)
+test-clang: setup
+	$(CONFIGURE) -DCMAKE_CXX_COMPILER=$(CLANGXX) -DASYNCND_WITH_CUDA=OFF -S . -B build-clang
+	cmake --build build-clang -j$(JOBS)
+	build-clang/asyncnd_tests
 
 demo: build
 	./build/example_chapter
@@ -194,7 +206,7 @@ bench-browser: wasm
 	fi
 
 clean:
-	rm -rf build build-tsan build-asan build-wasm wasm/dist web/vendor
+	rm -rf build build-tsan build-asan build-clang build-wasm wasm/dist web/vendor
 
 # The web playground (web/). Its npm packages (chart, graph, editor libraries; playwright-core for
 # the tests) come from web/package-lock.json, installed only when node_modules is missing or older

@@ -80,13 +80,13 @@ using namespace asyncnd_bench;
 
 namespace {
 
+#if ASYNCND_HAVE_CUDA
 std::vector<std::pair<std::string, double>> g_figures;
 void record(const std::string& key, double v, const char* what) {
   g_figures.emplace_back(key, v);
   std::printf("  %-26s %12.4f   %s\n", key.c_str(), v, what);
 }
 
-#if ASYNCND_HAVE_CUDA
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorName(e) + ": " +

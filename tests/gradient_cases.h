@@ -293,7 +293,10 @@ inline std::vector<Case> linalg_gradient_cases(Rng& rng) {
           [=](const std::vector<D>& x) { return un(x[0], [](double v) { return 2 * v; }); }};
   cases.push_back(rs);
 
-  auto [sa, sb] = random_broadcast_pair(rng);
+  // Named copies, not a structured binding: C++17 lets no lambda capture one (GCC accepts it;
+  // clang does not).
+  const auto shapes = random_broadcast_pair(rng);
+  const Shape sa = shapes.first, sb = shapes.second;
   const Shape target = ref::broadcast(sa, sb);
   Case bt{"broadcast_to " + str(sa) + " -> " + str(target),
           {sa},

@@ -22,7 +22,8 @@ TEST_CASE("elementwise gradients with broadcasting match finite differences", "[
   Rng rng(test_seed("autograd elementwise"));
   for (const BinaryGrad& op : binary_gradient_ops()) {
     for (int rep = 0; rep < 6; ++rep) {
-      auto [sa, sb] = random_broadcast_pair(rng);
+      const auto shapes = random_broadcast_pair(rng);  // no structured binding: the lambda
+      const Shape sa = shapes.first, sb = shapes.second;  // captures them (C++17)
       leak_checked([&] { check_case(binary_case(op, sa, sb), rng); });
     }
   }

@@ -24,7 +24,6 @@ namespace {
 
 constexpr std::size_t kAlign = CachingAllocator::kAlignment;
 constexpr std::size_t kSmallMax = CachingAllocator::kSmallMax;
-constexpr std::size_t kPage = CachingAllocator::kPage;
 constexpr int kClasses = static_cast<int>(kSmallMax / kAlign);  // 64, 128, ..., 4096 bytes
 constexpr std::size_t kChainBytes = std::size_t(16) << 10;
 constexpr std::uint32_t kMaxChain = 64;
