@@ -21,6 +21,8 @@
 #      and the engine's nd::dot, side by side in rounds (OUTDIR/native_gemm.json),
 #   9. bench_native --only=e6, the chapter's MLP on every core, with the CPU workers taking runs and
 #      taking ops (OUTDIR/native_e6.json, native_e6_ops.json),
+#  10. a table in the summary, [runs_vs_ops]: steps 7 and 9 side by side (push and wait against
+#      the floor, push_only_ns, the burst's runs / ops, E6's times), from their JSON files,
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -177,7 +179,7 @@ grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_)|^ +(avx512_sgemm10
   "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"
 
 # 9. The chapter's MLP on every core, its ops taken in runs and one by one: a run passes to other
-# workers only when it stalls on an op, and E6's layers have independent GEMMs side by side.
+# workers when it stalls on an op or is split, and E6's layers have independent GEMMs side by side.
 for pacing in runs ops; do
   tag=$([ "$pacing" = ops ] && echo _ops)
   step "cpu_e6$tag" 150 env ASYNCND_CPU_PACING=$pacing "$bld/bench_native" --only=e6 \
@@ -185,6 +187,36 @@ for pacing in runs ops; do
   grep -E "^bench_native|^ +e6_(sync|nosync|bounded|default)_s " "$out/cpu_e6$tag.log" |
     sed "s/^/[cpu_e6$tag] /" | tee -a "$summary"
 done
+
+# 10. Runs against ops, side by side, from the JSON files of steps 7 and 9: what decides whether
+# several native workers keep taking runs (paced_pool in core/src/engine/worker_pool.cpp).
+python3 - "$out" <<'PY' 2>&1 | tee -a "$summary" || true
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+def fmt(v, spec):
+    return format(v, spec) if isinstance(v, (int, float)) else "-"
+print("[runs_vs_ops] workers  pacing  push/floor  push_only_ns  wait/floor  burst runs/ops (workers)")
+for tag in ("", "_w1", "_w2", "_w8"):
+    for pacing, suffix in (("runs", ""), ("ops", "_ops")):
+        j = load("native_overhead%s%s.json" % (tag, suffix))
+        floor = j.get("spin_roundtrip_ns")
+        push = j["push_overhead_ns"] / floor if floor and "push_overhead_ns" in j else None
+        wait = j["wait_roundtrip_us"] * 1e3 / floor if floor and "wait_roundtrip_us" in j else None
+        print("[runs_vs_ops] %7s  %6s  %10s  %12s  %10s  %s (%s)" % (
+            tag[2:] or "default", pacing, fmt(push, ".2f"), fmt(j.get("push_only_ns"), ".0f"),
+            fmt(wait, ".2f"), fmt(j.get("burst_runs_over_ops"), ".2f"),
+            fmt(j.get("burst_workers"), ".0f")))
+for pacing, suffix in (("runs", ""), ("ops", "_ops")):
+    j = load("native_e6%s.json" % suffix)
+    print("[runs_vs_ops] E6 %-4s  " % pacing + "  ".join(
+        "%s %s s" % (k, fmt(j.get("e6_%s_s" % k), ".2f")) for k in ("sync", "default", "bounded")))
+PY
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status
