@@ -129,8 +129,9 @@ enum class Pacing {
   // An idle worker looks at the queue every 4 us (at once when a thread waits or an op becomes
   // ready), and takes everything queued as a run, which it runs in push order. Another idle worker
   // takes over the rest of a run whose worker has sat on one op for a whole look, so independent
-  // long ops still run side by side. A frontend pushing small ops then moves the queue's cache
-  // line between cores once per run, not once per op.
+  // long ops still run side by side, and has a long run of short ops split, taking its later
+  // half. A frontend pushing small ops then moves the queue's cache line between cores once per
+  // run, not once per op.
   kRuns,
   kOps,  // idle workers watch the queue and take ops one by one as they come
 };

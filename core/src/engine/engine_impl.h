@@ -245,6 +245,9 @@ class DevicePool {
   bool queue_empty();        // exact, under qlock_
   bool help_job();  // runs chunks of some active job; false if none
   void wake_one() noexcept;
+  // wake_one when nobody spins, somebody sleeps, and work is left that nobody watches: queued
+  // ops, the caller's own run (own_run), another worker's run.
+  void wake_if_unwatched(bool own_run) noexcept;
   bool any_run() const;  // some worker's run has ops not started (runs_)
 
   EngineImpl* engine_;

@@ -257,18 +257,7 @@ void DevicePool::run_ops(OprBlock* op, RunList rest, int index, unsigned seen) {
     }
     slot.rest.store(rest.head, std::memory_order_seq_cst);
   }
-  // More ready work and nobody looking for it: wake a helper (here, not in the pusher). Work is
-  // queued ops, our run (which may stall on a long op), and other workers' runs, which the
-  // worker that stopped spinning to run this op was watching. Our run is published first, and
-  // both sides are sequentially consistent: a worker that stops spinning and parks meanwhile
-  // either is counted here or sees the run before it waits (worker_main); a worker that saw this
-  // one spinning when it published its run is seen here.
-  if (spinners_.load(std::memory_order_seq_cst) == 0 &&
-      sleepers_.load(std::memory_order_seq_cst) > 0 &&
-      (rest.head != nullptr || queued_.load(std::memory_order_relaxed) > 0 ||
-       (paced_ && any_run()))) {
-    wake_one();
-  }
+  wake_if_unwatched(rest.head != nullptr);
   engine_->run_op(op, index);
   if (!rest.head) return;
   for (;;) {
@@ -306,9 +295,19 @@ void DevicePool::split(RunList& rest) {
   rest.tail = cut;
   rest.n = keep;
   poke_worker();  // the spinner that asked looks now, and takes the half as its run
-  // If it has stopped spinning meanwhile, wake one (as at run_ops' start).
+  wake_if_unwatched(false);  // if it has stopped spinning meanwhile: the half is queued
+}
+
+void DevicePool::wake_if_unwatched(bool own_run) noexcept {
+  // More ready work and nobody looking for it: wake a helper (here, not in the pusher). Work is
+  // queued ops, the caller's run (which may stall on a long op), and other workers' runs, which
+  // the worker that stopped spinning to run an op was watching. A run is published before this,
+  // and both sides are sequentially consistent: a worker that stops spinning and parks meanwhile
+  // either is counted here or sees the run before it waits (worker_main); a worker that saw the
+  // caller spinning when it published its run is seen here.
   if (spinners_.load(std::memory_order_seq_cst) == 0 &&
-      sleepers_.load(std::memory_order_seq_cst) > 0) {
+      sleepers_.load(std::memory_order_seq_cst) > 0 &&
+      (own_run || queued_.load(std::memory_order_relaxed) > 0 || (paced_ && any_run()))) {
     wake_one();
   }
 }
