@@ -22,6 +22,7 @@
 // include path; without it (a stand-alone build) OpenBLAS's own getters stand in.
 #if __has_include("cpu/cpu_backend.h") || !ASYNCND_HAVE_OPENBLAS
 #include "cpu/cpu_backend.h"
+#include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
 #include "cpu/gemm_threads.h"
@@ -302,7 +303,7 @@ int blas_threads_now() { return openblas_get_num_threads(); }
 // The fastest correct 1000^3 SGEMM this CPU has, found in the same run: OpenBLAS with each core
 // type that applies to this CPU, each in a child process with OPENBLAS_CORETYPE set (OpenBLAS
 // reads it when it loads), checked with the backend's self-test; our own GEMMs' figures
-// (portable_sgemm1000_2t_gflops, avx512_sgemm1000_2t_gflops) join them.
+// (portable_sgemm1000_2t_gflops, avx512_sgemm1000_gflops, avx2_sgemm1000_gflops) join them.
 
 // In the child: one kernel, as OpenBLAS loaded it. Prints "core=<name> gflops=<x> selftest=<ok|..>".
 int gemm_kernel_child() {
@@ -546,10 +547,12 @@ void portable_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_
 // Our own GEMMs on the same 1000x1000 product, inside an engine op as nd::dot runs it: the
 // portable one (detail::portable_sgemm: packed, 4x8 SIMD micro-kernel; the GEMM of the WebAssembly
 // build) with the engine set to 1 and then 2 workers (the op's worker plus idle ones split the
-// rows of C), and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile) on its own threads.
-// The 2-worker portable figure and the AVX-512 one join the kernel sweep.
+// rows of C), and, where the CPU has their instructions, detail::avx512_sgemm (12x32 tile) and
+// detail::avx2_sgemm (6x16) on their own threads. The 2-worker portable figure and ours join the
+// kernel sweep.
 void bench_own_sgemm() {
-  heading("our SGEMMs 1000x1000x1000 in an engine op: portable (4x8, 128-bit) and avx512 (12x32)");
+  heading("our SGEMMs 1000x1000x1000 in an engine op: portable (4x8, 128-bit), avx512 (12x32), "
+          "avx2 (6x16)");
   // The portable GEMM splits across the engine's workers: 1, then 2.
   for (int workers : {1, 2}) {
     const double g = own_gemm_gflops(portable_gemm, workers);
@@ -560,25 +563,35 @@ void bench_own_sgemm() {
     }
   }
 #if ASYNCND_HAVE_AVX512_GEMM
-  // The AVX-512 one has threads of its own (every core, as OpenBLAS): once, with the engine as
-  // configured, after the backend's self-test (counted only once right here, as every kernel of
-  // the sweep).
-  if (detail::cpu_features().avx512) {
+  // The AVX-512 and AVX2 ones have threads of their own (every core, as OpenBLAS): once each, with
+  // the engine as configured, after the backend's self-test (counted only once right here, as
+  // every kernel of the sweep), where this CPU has their instructions.
+  const detail::CpuFeatures cpu = detail::cpu_features();
+  const struct {
+    const char* name;
+    OwnGemm fn;
+    bool applies;
+  } own[] = {{"avx512", detail::avx512_sgemm, cpu.avx512},
+             {"avx2", detail::avx2_sgemm, cpu.avx2 && cpu.fma}};
+  for (const auto& g : own) {
+    if (!g.applies) continue;
+    const OwnGemm fn = g.fn;
     const std::string test = detail::gemm_self_test(
-        [](bool ta, bool tb, std::int64_t m, std::int64_t nn, std::int64_t k, float alpha,
-           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-           float* c, std::int64_t ldc) {
-          detail::avx512_sgemm(ta, tb, m, nn, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        [fn](bool ta, bool tb, std::int64_t m, std::int64_t nn, std::int64_t k, float alpha,
+             const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+             float* c, std::int64_t ldc) {
+          fn(ta, tb, m, nn, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
         });
-    if (test.empty()) {
-      const double g = own_gemm_gflops(detail::avx512_sgemm, 0);
-      record("avx512_sgemm1000_gflops", g,
-             "its own " + std::to_string(detail::GemmThreads::instance().threads()) +
-                 " threads, median of 9");
-      g_kernels.push_back({"asyncnd avx512", g, [] { return own_gemm_gflops(detail::avx512_sgemm, 0); }});
-    } else {
-      std::printf("  avx512: self-test failed, not counted: %s\n", test.c_str());
+    if (!test.empty()) {
+      std::printf("  %s: self-test failed, not counted: %s\n", g.name, test.c_str());
+      continue;
     }
+    const double gf = own_gemm_gflops(fn, 0);
+    record(std::string(g.name) + "_sgemm1000_gflops", gf,
+           "its own " + std::to_string(detail::GemmThreads::instance().threads()) +
+               " threads, median of 9");
+    g_kernels.push_back(
+        {std::string("asyncnd ") + g.name, gf, [fn] { return own_gemm_gflops(fn, 0); }});
   }
 #endif
 }

@@ -11,6 +11,7 @@
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
+#include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
 
@@ -78,8 +79,10 @@ TEST_CASE("gemm selection: ASYNCND_GEMM values, and a clear error for a bad one"
   CHECK(gemm_choice_from_env("openblas", true) == GemmChoice::kOpenblas);
   CHECK(gemm_choice_from_env("portable", false) == GemmChoice::kPortable);
   CHECK(gemm_choice_from_env("avx512", false) == GemmChoice::kAvx512);
+  CHECK(gemm_choice_from_env("avx2", false) == GemmChoice::kAvx2);
   CHECK_THROWS_WITH(gemm_choice_from_env("fast", true),
-                    "ASYNCND_GEMM: unknown GEMM 'fast' (expected auto, openblas, portable or avx512)");
+                    "ASYNCND_GEMM: unknown GEMM 'fast' (expected auto, openblas, portable, avx512 or "
+                    "avx2)");
   CHECK_THROWS_WITH(gemm_choice_from_env("OpenBLAS", true), Catch::Contains("'OpenBLAS'"));
   CHECK_THROWS_WITH(gemm_choice_from_env("openblas", false),
                     Catch::StartsWith("ASYNCND_GEMM=openblas: this build has no OpenBLAS"));
@@ -172,7 +175,7 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
   CHECK(line_after(out, "dotsum=") == "54");
   out = run_child("ASYNCND_GEMM=blis", "gemm selection: report (child)", &status);
   CHECK(line_after(out, "error=") ==
-        "ASYNCND_GEMM: unknown GEMM 'blis' (expected auto, openblas, portable or avx512)");
+        "ASYNCND_GEMM: unknown GEMM 'blis' (expected auto, openblas, portable, avx512 or avx2)");
   // ASYNCND_GEMM=avx512: ours where the CPU has AVX-512, else a clear error.
   out = run_child("ASYNCND_GEMM=avx512", "gemm selection: report (child)", &status);
   if (asyncnd::detail::cpu_features().avx512 && ASYNCND_HAVE_AVX512_GEMM) {
@@ -182,6 +185,16 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
     CHECK(line_after(out, "error=") ==
           "ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, openblas or "
           "portable");
+  }
+  // ASYNCND_GEMM=avx2: ours where the CPU has AVX2 with FMA, else a clear error.
+  out = run_child("ASYNCND_GEMM=avx2", "gemm selection: report (child)", &status);
+  const CpuFeatures here = asyncnd::detail::cpu_features();
+  if (here.avx2 && here.fma && ASYNCND_HAVE_AVX2_GEMM) {
+    CHECK(line_after(out, "kernel=") == "avx2");
+    CHECK(line_after(out, "dotsum=") == "54");
+  } else {
+    CHECK(line_after(out, "error=") ==
+          "ASYNCND_GEMM=avx2: this CPU has no AVX2 with FMA; use auto, openblas or portable");
   }
 }
 
@@ -301,6 +314,54 @@ TEST_CASE("gemm selection: where OpenBLAS's kernel uses AVX-512 too, auto runs o
                            Catch::Contains("self-test passed"));
   CHECK(select_cpu_gemm(GemmChoice::kOpenblas, "SkylakeX", cpu, 4).which == GemmKernel::kOpenblas);
   CHECK(std::string(openblas_get_corename()) == "SkylakeX");  // OpenBLAS itself never moved
+  REQUIRE(switch_openblas_core(original));
+}
+
+TEST_CASE("gemm selection: where OpenBLAS stays on a pre-AVX2 kernel (a core the user set) on a "
+          "CPU with AVX2, auto runs our AVX2 GEMM and leaves OpenBLAS as it is",
+          "[gemm][select]") {
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (!cpu.avx2 || !cpu.fma || !ASYNCND_HAVE_AVX2_GEMM) {
+    WARN("SKIPPED: this CPU (or build) has no AVX2 with FMA: our AVX2 GEMM does not apply");
+    return;
+  }
+  asyncnd::nd::waitall();  // no GEMM may run while OpenBLAS switches
+  const std::string original = openblas_get_corename();
+  REQUIRE(switch_openblas_core("Prescott"));  // as OPENBLAS_CORETYPE=Prescott loads it
+  CpuFeatures avx2_only = cpu, with512 = cpu, sse_only = cpu;
+  avx2_only.avx512 = false;
+  with512.avx512 = true;
+  sse_only.avx512 = sse_only.avx2 = sse_only.fma = false;
+  for (int threads : {1, 2}) {  // ours replaces a pre-AVX2 kernel on any number of threads
+    INFO(threads << " threads");
+    asyncnd::detail::GemmSelection s =
+        select_cpu_gemm(GemmChoice::kAuto, "Prescott", avx2_only, threads);
+    CHECK(s.which == GemmKernel::kAvx2);
+    CHECK(s.kernel == "avx2");
+    CHECK(s.loaded_core == "Prescott");
+    CHECK_THAT(s.reason, Catch::Contains("OPENBLAS_CORETYPE=Prescott set by the user") &&
+                             Catch::Contains("does not use AVX2") &&
+                             Catch::Contains("self-test passed"));
+  }
+  // A CPU with AVX-512 runs our AVX-512 GEMM instead; one without AVX2 keeps OpenBLAS's kernel.
+  if (cpu.avx512 && ASYNCND_HAVE_AVX512_GEMM) {
+    CHECK(select_cpu_gemm(GemmChoice::kAuto, "Prescott", with512, 2).which == GemmKernel::kAvx512);
+  }
+  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Prescott", sse_only, 2);
+  CHECK(s.which == GemmKernel::kOpenblas);
+  CHECK(s.kernel == "openblas Prescott");
+  // An AVX2 kernel of OpenBLAS's stays: ours is level with it (bench/README.md).
+  REQUIRE(switch_openblas_core("Haswell"));
+  CHECK(select_cpu_gemm(GemmChoice::kAuto, "Haswell", avx2_only, 2).kernel == "openblas Haswell");
+  REQUIRE(switch_openblas_core("Prescott"));
+  // Forced: ours after its self-test, or a clear error on a CPU without AVX2 with FMA.
+  s = select_cpu_gemm(GemmChoice::kAvx2, nullptr, avx2_only, 2);
+  CHECK(s.which == GemmKernel::kAvx2);
+  CHECK(s.reason == "ASYNCND_GEMM=avx2, after its self-test passed");
+  CHECK_THROWS_WITH(select_cpu_gemm(GemmChoice::kAvx2, nullptr, sse_only, 2),
+                    "ASYNCND_GEMM=avx2: this CPU has no AVX2 with FMA; use auto, openblas or "
+                    "portable");
+  CHECK(std::string(openblas_get_corename()) == "Prescott");  // OpenBLAS itself never moved
   REQUIRE(switch_openblas_core(original));
 }
 #endif

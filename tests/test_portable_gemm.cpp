@@ -1,5 +1,6 @@
 // Our own GEMMs against detail::reference_sgemm: detail::portable_sgemm (the packed SIMD GEMM,
-// 4x8 tile) and, on a CPU with AVX-512, detail::avx512_sgemm (12x32 tile): every transpose
+// 4x8 tile), on a CPU with AVX-512 detail::avx512_sgemm (12x32 tile), and on a CPU with AVX2 and
+// FMA detail::avx2_sgemm (6x16 tile): every transpose
 // combination, edge sizes around the tiles and the KC/MC blocks, padded strides, alpha/beta
 // variants (beta = 0 over a NaN-filled C), run serially, on 1, 2 and 4 workers and from inside ops.
 #include <asyncnd/asyncnd.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
+#include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
 #include "cpu/gemm_threads.h"
@@ -37,30 +39,42 @@ struct Gemm {
 };
 
 #if ASYNCND_HAVE_AVX512_GEMM
-void avx512(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+// Our native GEMMs (avx512_sgemm, avx2_sgemm) as a GemmFn: on their threads, or on the calling
+// thread alone as the backend's self-test runs them.
+template <void (*Fn)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
+                     std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, bool),
+          bool Serial>
+void native(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
             const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
             std::int64_t ldc) {
-  detail::avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-void avx512_serial(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                   const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-                   float* c, std::int64_t ldc) {
-  detail::avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+  Fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, Serial);
 }
 #endif
 
-// The GEMMs this CPU can run: the portable one always, the AVX-512 one (parallel, and serial as
-// the backend's self-test runs it) where the CPU has AVX-512 (else a SKIPPED warning).
+// The GEMMs this CPU can run: the portable one always; the AVX-512 one (parallel, and serial as
+// the backend's self-test runs it) where the CPU has AVX-512, the AVX2 one where it has AVX2 and
+// FMA (else a SKIPPED warning for each).
 std::vector<Gemm> our_gemms() {
   std::vector<Gemm> out = {{"portable", detail::portable_sgemm}};
+  const detail::CpuFeatures cpu = detail::cpu_features();
 #if ASYNCND_HAVE_AVX512_GEMM
-  if (detail::cpu_features().avx512) {
-    out.push_back({"avx512", avx512});
-    out.push_back({"avx512 serial", avx512_serial});
-    return out;
+  if (cpu.avx512) {
+    out.push_back({"avx512", native<detail::avx512_sgemm, false>});
+    out.push_back({"avx512 serial", native<detail::avx512_sgemm, true>});
   }
 #endif
-  WARN("SKIPPED for avx512_sgemm: this CPU (or build) has no AVX-512 (F, BW, VL and DQ)");
+#if ASYNCND_HAVE_AVX2_GEMM
+  if (cpu.avx2 && cpu.fma) {
+    out.push_back({"avx2", native<detail::avx2_sgemm, false>});
+    out.push_back({"avx2 serial", native<detail::avx2_sgemm, true>});
+  }
+#endif
+  if (!ASYNCND_HAVE_AVX512_GEMM || !cpu.avx512) {
+    WARN("SKIPPED for avx512_sgemm: this CPU (or build) has no AVX-512 (F, BW, VL and DQ)");
+  }
+  if (!ASYNCND_HAVE_AVX2_GEMM || !cpu.avx2 || !cpu.fma) {
+    WARN("SKIPPED for avx2_sgemm: this CPU (or build) has no AVX2 with FMA");
+  }
   return out;
 }
 

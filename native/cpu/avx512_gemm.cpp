@@ -176,15 +176,8 @@ void avx512_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
   // Four or more rows take the 12-row tile: a third of it at 512 bits still beats the thin path's
   // 128-bit rows.
   static constexpr g::TileLoop kTile = g::tile_loop<Avx512Tile>(run_avx512_block, 4);
-  g::Runner runner;  // serial: the calling thread alone
-  if (!serial) {
-    runner.threads = GemmThreads::instance().threads();
-    runner.parallel_for = [](std::int64_t count, std::int64_t grain,
-                             const std::function<void(std::int64_t, std::int64_t)>& fn) {
-      GemmThreads::instance().parallel_for(count, grain, fn);
-    };
-  }
-  g::packed_sgemm(kTile, runner, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  g::packed_sgemm(kTile, gemm_threads_runner(serial), trans_a, trans_b, m, n, k, alpha, a, lda,
+                  b, ldb, beta, c, ldc);
 }
 
 }  // namespace detail

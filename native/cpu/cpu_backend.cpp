@@ -14,15 +14,16 @@
 // Giving BLAS the machine was never slower and halved the time of a lone GEMM (the chapter's E1);
 // the figures are in bench/README.md, "The BLAS thread policy".
 //
-// The thread policy above is OpenBLAS's. Our AVX-512 GEMM runs on threads of its own
+// The thread policy above is OpenBLAS's. Our AVX-512 and AVX2 GEMMs run on threads of their own
 // (gemm_threads.h), as many as OpenBLAS would get, shared by concurrent GEMMs; the portable GEMM
 // splits its row blocks across the engine's workers with parallel_for.
 //
 // Which GEMM: gemm_select.h. ASYNCND_GEMM=auto (default) moves OpenBLAS off a pre-AVX2 kernel it
 // fell back to on a CPU with AVX2/AVX-512 (to the best kernel that passes a self-test); on a CPU
 // with AVX-512 it then runs asyncnd's AVX-512 GEMM (after its own self-test), unless OpenBLAS's
-// kernel uses AVX-512 too and the GEMM has one thread. openblas never moves OpenBLAS; portable and
-// avx512 run ours.
+// kernel uses AVX-512 too and the GEMM has one thread; on a CPU with AVX2 where OpenBLAS stays on
+// a pre-AVX2 kernel (a core the user set, or no better one passed), asyncnd's AVX2 GEMM. openblas
+// never moves OpenBLAS; portable, avx512 and avx2 run ours.
 #include "cpu/cpu_backend.h"
 
 #include <cstdlib>
@@ -33,8 +34,9 @@
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
-#include "cpu/caching_allocator.h"
+#include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
+#include "cpu/caching_allocator.h"
 #include "cpu/gemm_select.h"
 #include "cpu/gemm_threads.h"
 #include "kernels/host_kernels.h"
@@ -108,9 +110,10 @@ class CpuBackend final : public Backend {
         name_ = "cpu (portable GEMM, " + gemm_.reason + ")";
         break;
       case GemmKernel::kAvx512:
-        corename_ = "avx512";
+      case GemmKernel::kAvx2:
+        corename_ = gemm_.kernel;  // "avx512" or "avx2"
         // Its threads, made here before the first GEMM.
-        name_ = "cpu (asyncnd avx512 GEMM, " +
+        name_ = "cpu (asyncnd " + corename_ + " GEMM, " +
                 std::to_string(GemmThreads::instance(blas_threads_).threads()) + " threads" +
                 (gemm_.loaded_core.empty() ? std::string()
                                            : "; OpenBLAS core " + gemm_.loaded_core + " unused") +
@@ -162,6 +165,12 @@ class CpuBackend final : public Backend {
 #if ASYNCND_HAVE_AVX512_GEMM
     if (gemm_.which == GemmKernel::kAvx512) {
       avx512_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+#endif
+#if ASYNCND_HAVE_AVX2_GEMM
+    if (gemm_.which == GemmKernel::kAvx2) {
+      avx2_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }
 #endif

@@ -24,6 +24,7 @@
 #include <random>
 
 #include "asyncnd/error.h"
+#include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
 
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
@@ -79,6 +80,7 @@ GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
   }
   if (std::strcmp(value, "portable") == 0) return GemmChoice::kPortable;
   if (std::strcmp(value, "avx512") == 0) return GemmChoice::kAvx512;
+  if (std::strcmp(value, "avx2") == 0) return GemmChoice::kAvx2;
   if (std::strcmp(value, "openblas") == 0) {
     if (!have_openblas) {
       throw Error("ASYNCND_GEMM=openblas: this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF); "
@@ -87,7 +89,7 @@ GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
     return GemmChoice::kOpenblas;
   }
   throw Error(std::string("ASYNCND_GEMM: unknown GEMM '") + value +
-              "' (expected auto, openblas, portable or avx512)");
+              "' (expected auto, openblas, portable, avx512 or avx2)");
 }
 
 namespace {
@@ -247,21 +249,42 @@ GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
 
 namespace {
 
-// Our AVX-512 GEMM's self-test, on the calling thread; "" when it passes.
-std::string avx512_self_test() {
+// One of our own GEMMs (avx512_gemm.h, avx2_gemm.h), as the choice sees it.
+struct OwnGemm {
+  GemmKernel which;
+  const char* name;  // as ASYNCND_GEMM spells it
+  const char* isa;   // what this CPU must have, as the reasons say it
+  bool applies;      // built for this architecture, and this CPU has isa
+};
+
+OwnGemm own_gemm(GemmKernel which, const CpuFeatures& cpu) {
+  if (which == GemmKernel::kAvx512) {
+    return {which, "avx512", "AVX-512", ASYNCND_HAVE_AVX512_GEMM && cpu.avx512};
+  }
+  return {which, "avx2", "AVX2 and FMA", ASYNCND_HAVE_AVX2_GEMM && cpu.avx2 && cpu.fma};
+}
+
+// Its self-test, on the calling thread; "" when it passes.
+std::string own_self_test(const OwnGemm& g) {
 #if ASYNCND_HAVE_AVX512_GEMM
-  return gemm_self_test([](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                           float alpha, const float* a, std::int64_t lda, const float* b,
-                           std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-    avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+  const bool wide = g.which == GemmKernel::kAvx512;
+  return gemm_self_test([wide](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                               float alpha, const float* a, std::int64_t lda, const float* b,
+                               std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+    if (wide) {
+      avx512_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+    } else {
+      avx2_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*serial=*/true);
+    }
   });
 #else
+  (void)g;
   return "not built for this architecture";
 #endif
 }
 
-GemmSelection avx512_selection(std::string reason, std::string loaded_core) {
-  return {"avx512", std::move(reason), std::move(loaded_core), GemmKernel::kAvx512};
+GemmSelection own_selection(const OwnGemm& g, std::string reason, std::string loaded_core) {
+  return {g.name, std::move(reason), std::move(loaded_core), g.which};
 }
 
 }  // namespace
@@ -273,52 +296,83 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
 #else
   const std::string loaded;
 #endif
-  const bool avx512_applies = ASYNCND_HAVE_AVX512_GEMM && cpu.avx512;
   if (choice == GemmChoice::kPortable) {
     return {"portable", "ASYNCND_GEMM=portable", loaded, GemmKernel::kPortable};
   }
-  if (choice == GemmChoice::kAvx512) {
-    if (!avx512_applies) {
-      throw Error("ASYNCND_GEMM=avx512: this CPU has no AVX-512 (F, BW, VL and DQ); use auto, "
-                  "openblas or portable");
+  const OwnGemm avx512 = own_gemm(GemmKernel::kAvx512, cpu), avx2 = own_gemm(GemmKernel::kAvx2, cpu);
+  if (choice == GemmChoice::kAvx512 || choice == GemmChoice::kAvx2) {
+    const OwnGemm& g = choice == GemmChoice::kAvx512 ? avx512 : avx2;
+    const std::string var = std::string("ASYNCND_GEMM=") + g.name;
+    if (!g.applies) {
+      throw Error(var + ": this CPU has no " +
+                  (choice == GemmChoice::kAvx512 ? "AVX-512 (F, BW, VL and DQ)" : "AVX2 with FMA") +
+                  "; use auto, openblas or portable");
     }
-    const std::string err = avx512_self_test();
-    if (!err.empty()) throw Error("ASYNCND_GEMM=avx512: its self-test failed on this CPU: " + err);
-    return avx512_selection("ASYNCND_GEMM=avx512, after its self-test passed", loaded);
+    const std::string err = own_self_test(g);
+    if (!err.empty()) throw Error(var + ": its self-test failed on this CPU: " + err);
+    return own_selection(g, var + ", after its self-test passed", loaded);
   }
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
   GemmSelection s = select_openblas_gemm(choice, user_coretype, cpu);
+  if (choice == GemmChoice::kOpenblas) return s;
   const std::string core = openblas_get_corename();
-  if (choice == GemmChoice::kOpenblas || !avx512_applies) return s;
-  // An AVX-512 kernel of OpenBLAS's is level with ours on one thread (ours 0.89-1.0 of it on a
-  // Xeon, 1000^3 and 2048^3) and behind on several: ours hands out row blocks as its threads
-  // finish them, and concurrent GEMMs share its threads. On 16 vCPUs of a Xeon, against
-  // OpenBLAS 0.3.26's Cooperlake, ours ran 1000^3 2.2x as fast and the chapter's E6 in 0.67-0.70
-  // of the time; on 2 vCPUs, 0.97-1.45x (bench/README.md, "Our GEMM on 16 cores").
-  const bool openblas_avx512 = is_avx512_core(core);
-  if (openblas_avx512 && blas_threads <= 1) return s;
-  const std::string err = avx512_self_test();
-  if (!err.empty()) {
-    s.reason += "; asyncnd's AVX-512 GEMM failed its self-test: " + err;
-    std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
-    return s;
+  std::string refused;  // ours that failed their self-test here
+  if (avx512.applies) {
+    // An AVX-512 kernel of OpenBLAS's is level with ours on one thread (ours 0.89-1.0 of it on a
+    // Xeon, 1000^3 and 2048^3) and behind on several: ours hands out row blocks as its threads
+    // finish them, and concurrent GEMMs share its threads. On 16 vCPUs of a Xeon, against
+    // OpenBLAS 0.3.26's Cooperlake, ours ran 1000^3 2.2x as fast and the chapter's E6 in
+    // 0.67-0.70 of the time; on 2 vCPUs, 0.97-1.45x (bench/README.md, "Our GEMM on 16 cores").
+    const bool openblas_avx512 = is_avx512_core(core);
+    if (openblas_avx512 && blas_threads <= 1) return s;
+    const std::string err = own_self_test(avx512);
+    if (err.empty()) {
+      const std::string why = openblas_avx512
+                                  ? "uses AVX-512, but on " + std::to_string(blas_threads) +
+                                        " threads asyncnd's AVX-512 GEMM is faster: ours"
+                                  : "does not use AVX-512, which this CPU has: asyncnd's AVX-512 "
+                                    "GEMM";
+      return own_selection(avx512,
+                           "OpenBLAS's kernel " + core + " (" + s.reason + ") " + why +
+                               ", after its self-test passed (OpenBLAS left as it is)",
+                           s.loaded_core);
+    }
+    refused = "asyncnd's AVX-512 GEMM failed its self-test: " + err;
   }
-  const std::string why = openblas_avx512
-                              ? "uses AVX-512, but on " + std::to_string(blas_threads) +
-                                    " threads asyncnd's AVX-512 GEMM is faster: ours"
-                              : "does not use AVX-512, which this CPU has: asyncnd's AVX-512 "
-                                "GEMM";
-  return avx512_selection("OpenBLAS's kernel " + core + " (" + s.reason + ") " + why +
-                              ", after its self-test passed (OpenBLAS left as it is)",
-                          s.loaded_core);
+  // Our AVX2 GEMM replaces only a pre-AVX2 kernel (a core the user set, or a better one that
+  // failed its self-test): against OpenBLAS's Haswell kernel it is level, 0.9-1.0 on one and two
+  // threads of a Xeon (bench/README.md, "Our own AVX2 GEMM"), where a pre-AVX2 one runs at half.
+  if (avx2.applies && is_fallback_core(core)) {
+    const std::string err = own_self_test(avx2);
+    if (err.empty()) {
+      return own_selection(avx2,
+                           "OpenBLAS's kernel " + core + " (" + s.reason +
+                               (refused.empty() ? "" : "; " + refused) +
+                               ") does not use AVX2, which this CPU has: asyncnd's AVX2 GEMM, "
+                               "after its self-test passed (OpenBLAS left as it is)",
+                           s.loaded_core);
+    }
+    refused += (refused.empty() ? "" : "; ") + std::string("asyncnd's AVX2 GEMM failed its self-test: ") + err;
+  }
+  if (!refused.empty()) {
+    s.reason += "; " + refused;
+    std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
+  }
+  return s;
 #else
   (void)user_coretype;
   (void)blas_threads;
   const std::string no_blas = "this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF)";
-  if (avx512_applies) {
-    const std::string err = avx512_self_test();
-    if (err.empty()) return avx512_selection(no_blas + ", and this CPU has AVX-512: asyncnd's AVX-512 GEMM, after its self-test passed", loaded);
-    std::fprintf(stderr, "asyncnd: CPU GEMM: asyncnd's AVX-512 GEMM failed its self-test: %s\n",
+  for (const OwnGemm& g : {avx512, avx2}) {
+    if (!g.applies) continue;
+    const std::string err = own_self_test(g);
+    if (err.empty()) {
+      return own_selection(g,
+                           no_blas + ", and this CPU has " + g.isa + ": asyncnd's " + g.name +
+                               " GEMM, after its self-test passed",
+                           loaded);
+    }
+    std::fprintf(stderr, "asyncnd: CPU GEMM: asyncnd's %s GEMM failed its self-test: %s\n", g.name,
                  err.c_str());
   }
   return {"portable", no_blas, loaded, GemmKernel::kPortable};

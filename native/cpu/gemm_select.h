@@ -1,6 +1,6 @@
 // Which CPU GEMM the native CPU backend runs: OpenBLAS with the kernel it loaded, OpenBLAS moved to
-// a better kernel for this CPU, asyncnd's own AVX-512 GEMM (avx512_gemm.h), or the portable GEMM
-// of core/. Chosen once, when the backend starts (cpu_backend.cpp); the pieces are separate so
+// a better kernel for this CPU, asyncnd's own AVX-512 or AVX2 GEMM (avx512_gemm.h, avx2_gemm.h),
+// or the portable GEMM of core/. Chosen once, when the backend starts (cpu_backend.cpp); the pieces are separate so
 // that tests can feed them any CPU.
 // Not installed: for native/, tests and bench/.
 #pragma once
@@ -35,10 +35,11 @@ std::vector<std::string> better_cores(const std::string& loaded, const CpuFeatur
 bool is_avx512_core(const std::string& corename);
 
 // ASYNCND_GEMM: auto (the default, also for an unset or empty variable), openblas (the kernel
-// OpenBLAS loaded, never switched), portable (core's own GEMM) or avx512 (asyncnd's AVX-512 GEMM).
+// OpenBLAS loaded, never switched), portable (core's own GEMM), avx512 or avx2 (asyncnd's AVX-512
+// or AVX2 GEMM).
 // Throws asyncnd::Error naming the variable and the value for anything else, and for openblas in
 // a build without OpenBLAS.
-enum class GemmChoice { kAuto, kOpenblas, kPortable, kAvx512 };
+enum class GemmChoice { kAuto, kOpenblas, kPortable, kAvx512, kAvx2 };
 GemmChoice gemm_choice_from_env(const char* value, bool have_openblas);
 
 // C = alpha op(A) op(B) + beta C, row-major, as Backend::sgemm.
@@ -53,8 +54,8 @@ using SgemmFn = std::function<void(bool, bool, std::int64_t, std::int64_t, std::
 std::string gemm_self_test(const SgemmFn& gemm);
 
 // The choice made when the backend started, for EngineStats-like reports: the kernel ("openblas
-// Haswell", "portable", "avx512") and why.
-enum class GemmKernel { kOpenblas, kPortable, kAvx512 };
+// Haswell", "portable", "avx512", "avx2") and why.
+enum class GemmKernel { kOpenblas, kPortable, kAvx512, kAvx2 };
 struct GemmSelection {
   std::string kernel;
   std::string reason;
@@ -65,14 +66,17 @@ struct GemmSelection {
 // The whole choice, as the backend makes it when it starts: `choice` from ASYNCND_GEMM,
 // `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU,
 // `blas_threads` the GEMM's thread count (ASYNCND_BLAS_THREADS, else every hardware thread).
-// - portable: core's GEMM. avx512: ours, or an asyncnd::Error when the CPU lacks AVX-512 or the
-//   GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
+// - portable: core's GEMM. avx512, avx2: ours, or an asyncnd::Error when the CPU lacks AVX-512
+//   (AVX2 with FMA) or the GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
 // - auto, on a CPU with AVX-512: our AVX-512 GEMM once its self-test passes, unless OpenBLAS's
 //   kernel uses AVX-512 too and the GEMM has one thread (then the two are level and OpenBLAS
 //   stays). OpenBLAS itself is left as select_openblas_gemm left it (a fallback core switched, a
-//   core the user set kept). Elsewhere: OpenBLAS as select_openblas_gemm leaves it. Without
-//   OpenBLAS: ours where it applies, else portable.
-// The self-test of our GEMM runs on the calling thread (no engine needed).
+//   core the user set kept). Then, on a CPU with AVX2 and FMA where OpenBLAS is left on a
+//   pre-AVX2 kernel (is_fallback_core: a core the user set, or every better one failed its
+//   self-test), and our AVX-512 GEMM did not apply or failed its self-test: our AVX2 GEMM once
+//   its self-test passes. Elsewhere: OpenBLAS as select_openblas_gemm leaves it. Without
+//   OpenBLAS: our AVX-512 GEMM, else our AVX2 one, where they apply and pass; else portable.
+// The self-tests of our GEMMs run on the calling thread (no engine needed).
 GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu,
                               int blas_threads);
 

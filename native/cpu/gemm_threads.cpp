@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "engine/sync.h"
+#include "kernels/gemm_driver.h"
 
 namespace asyncnd {
 namespace detail {
@@ -132,6 +133,18 @@ void GemmThreads::parallel_for(std::int64_t n, std::int64_t grain,
   std::exception_ptr error = std::move(job->error);
   job->unref();
   if (error) std::rethrow_exception(error);
+}
+
+kernels::gemm::Runner gemm_threads_runner(bool serial) {
+  kernels::gemm::Runner runner;  // serial: the calling thread alone
+  if (!serial) {
+    runner.threads = GemmThreads::instance().threads();
+    runner.parallel_for = [](std::int64_t count, std::int64_t grain,
+                             const std::function<void(std::int64_t, std::int64_t)>& fn) {
+      GemmThreads::instance().parallel_for(count, grain, fn);
+    };
+  }
+  return runner;
 }
 
 }  // namespace detail

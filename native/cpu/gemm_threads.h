@@ -1,4 +1,4 @@
-// The threads of asyncnd's own native GEMM (avx512_gemm.h): the calling engine worker and
+// The threads of asyncnd's own native GEMMs (avx512_gemm.h, avx2_gemm.h): the calling engine worker and
 // threads - 1 helpers, as OpenBLAS keeps a pool of its own. The engine's default is one worker per
 // core but one (the frontend keeps a core), so a GEMM split across the engine's workers would use
 // one core of two; a GEMM, like OpenBLAS's, gets every core (ASYNCND_BLAS_THREADS sets how many
@@ -14,6 +14,11 @@
 #include <vector>
 
 namespace asyncnd {
+namespace kernels {
+namespace gemm {
+struct Runner;  // kernels/gemm_driver.h
+}  // namespace gemm
+}  // namespace kernels
 namespace detail {
 
 class GemmThreads {
@@ -55,6 +60,10 @@ class GemmThreads {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
 };
+
+// The runner of our native GEMMs (avx512_gemm.h, avx2_gemm.h): the process's GemmThreads, or the
+// calling thread alone when `serial` (their self-tests).
+kernels::gemm::Runner gemm_threads_runner(bool serial);
 
 }  // namespace detail
 }  // namespace asyncnd
