@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
                             "ASYNCND_BLAS_THREADS=" + std::to_string(cores / 2)});
       variants.push_back({"blas1", "ASYNCND_BLAS_THREADS=1"});
     }
-    if (!user_timeout && detail::cpu_blas_corename() != "portable")
+    if (!user_timeout && cpu_gemm().kernel.rfind("openblas ", 0) == 0)  // OpenBLAS's threads
       variants.push_back({"timeout4", "OPENBLAS_THREAD_TIMEOUT=4"});
     if (!variants.empty())
       std::printf("\nOne setting changed (child processes), medians of %d and first runs (s):\n"

@@ -364,4 +364,32 @@ TEST_CASE("gemm selection: where OpenBLAS stays on a pre-AVX2 kernel (a core the
   CHECK(std::string(openblas_get_corename()) == "Prescott");  // OpenBLAS itself never moved
   REQUIRE(switch_openblas_core(original));
 }
+#else
+TEST_CASE("gemm selection: a build without OpenBLAS runs our AVX-512 GEMM, else our AVX2 one, "
+          "where the CPU has them, else the portable one",
+          "[gemm][select]") {
+  using asyncnd::detail::GemmKernel;
+  using asyncnd::detail::select_cpu_gemm;
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  CpuFeatures sse_only = cpu;
+  sse_only.avx512 = sse_only.avx2 = sse_only.fma = false;
+  asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, nullptr, sse_only, 2);
+  CHECK(s.which == GemmKernel::kPortable);
+  CHECK_THAT(s.reason, Catch::Contains("this build has no OpenBLAS"));
+  if (cpu.avx2 && cpu.fma && ASYNCND_HAVE_AVX2_GEMM) {
+    CpuFeatures avx2_only = cpu;
+    avx2_only.avx512 = false;
+    s = select_cpu_gemm(GemmChoice::kAuto, nullptr, avx2_only, 2);
+    CHECK(s.which == GemmKernel::kAvx2);
+    CHECK_THAT(s.reason, Catch::Contains("this CPU has AVX2 and FMA: asyncnd's avx2 GEMM"));
+  } else {
+    WARN("SKIPPED for the AVX2 choice: this CPU (or build) has no AVX2 with FMA");
+  }
+  if (cpu.avx512 && ASYNCND_HAVE_AVX512_GEMM) {
+    CHECK(select_cpu_gemm(GemmChoice::kAuto, nullptr, cpu, 2).which == GemmKernel::kAvx512);
+  } else {
+    WARN("SKIPPED for the AVX-512 choice: this CPU (or build) has no AVX-512 (F, BW, VL and DQ)");
+  }
+  CHECK(select_cpu_gemm(GemmChoice::kPortable, nullptr, cpu, 2).which == GemmKernel::kPortable);
+}
 #endif

@@ -173,9 +173,11 @@ done
 
 # 8. The CPU GEMMs on every core of this machine: auto runs our AVX-512 GEMM on a CPU with AVX-512
 # since it ran 1.2-2.3x OpenBLAS 0.3.26 on this machine's 16 vCPUs (bench/README.md, "Our GEMM on
-# 16 cores"); OpenBLAS's kernels beside it, in rounds.
+# 16 cores"); OpenBLAS's kernels beside it, in rounds. Our AVX2 GEMM beside OpenBLAS's Haswell
+# kernel in the sweep says whether it should also replace that kernel on many-core CPUs with AVX2
+# alone (it was level on 2 vCPUs: bench/README.md, "Our own AVX2 GEMM").
 step cpu_gemm 180 "$bld/bench_native" --only=gemm "$out/native_gemm.json"
-grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_)|^ +(avx512_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
+grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_|Haswell|SkylakeX|Cooperlake)|^ +(avx512_sgemm1000_gflops|avx2_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
   "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"
 
 # 9. The chapter's MLP on every core, its ops taken in runs and one by one: a run passes to other

@@ -15,8 +15,9 @@ namespace detail {
 // never destroyed, so engine threads may still free memory during exit. Thread safe.
 Backend& cpu_backend();
 
-// The BLAS kernel in use: openblas_get_corename() (e.g. "Haswell"), or "portable" without
-// OpenBLAS. Benchmarks print it next to every GEMM figure.
+// The GEMM kernel in use: openblas_get_corename() (e.g. "Haswell") when OpenBLAS runs the GEMMs,
+// else ours: "avx512", "avx2" or "portable" (gemm_select.h). Benchmarks print it next to every
+// GEMM figure.
 std::string cpu_blas_corename();
 
 // Threads each BLAS call may use (the thread policy in cpu_backend.cpp); 1 without OpenBLAS.

@@ -10,9 +10,12 @@
 // (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; an AVX-512 CPU
 // that OpenBLAS maps to an AVX2 kernel), our own AVX-512 GEMM (avx512_gemm.h) runs
 // instead: 12x32 tiles on the shared blocked loop reached OpenBLAS's SkylakeX speed at 1000^3
-// (bench/README.md, "Our own AVX-512 GEMM"). An AVX2 one would add nothing OpenBLAS's Haswell
-// kernel does not already give. A kernel is used only after gemm_self_test passes on this
-// machine, since some older OpenBLAS kernels compute wrong results on some processors.
+// (bench/README.md, "Our own AVX-512 GEMM"). Our AVX2 GEMM (avx2_gemm.h, 6x16 tiles) is level
+// with OpenBLAS's Haswell kernel, so it replaces only what runs at half that speed or less: a
+// pre-AVX2 kernel that OpenBLAS stays on (a core the user set, or every better one refused) on a
+// CPU with AVX2, and the portable GEMM in a build without OpenBLAS (bench/README.md, "Our own AVX2
+// GEMM"). A kernel is used only after gemm_self_test passes on this machine, since some older
+// OpenBLAS kernels compute wrong results on some processors.
 #include "cpu/gemm_select.h"
 
 #include <strings.h>

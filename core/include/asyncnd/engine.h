@@ -186,11 +186,13 @@ struct DeviceStats {
 // "openblas <core>" (the core OpenBLAS chose for this CPU, or a better one the backend moved it to
 // when OpenBLAS fell back to a pre-AVX2 kernel on a CPU with AVX2 or AVX-512, after a self-test),
 // "avx512" (asyncnd's own AVX-512 GEMM, after a self-test, on a CPU with AVX-512: unless
-// OpenBLAS's kernel uses AVX-512 too and the GEMM has one thread, ASYNCND_BLAS_THREADS=1), or
-// "portable" (ASYNCND_GEMM=portable, or a build without OpenBLAS on a CPU without AVX-512); in
-// WebAssembly "portable (wasm SIMD128)", or "portable (wasm SIMD128 + relaxed madd)" in the
-// relaxed-SIMD module.
-// ASYNCND_GEMM=auto|openblas|portable|avx512 chooses; a user's OPENBLAS_CORETYPE is never
+// OpenBLAS's kernel uses AVX-512 too and the GEMM has one thread, ASYNCND_BLAS_THREADS=1),
+// "avx2" (asyncnd's own AVX2 GEMM, after a self-test, on a CPU with AVX2 and FMA but no AVX-512,
+// where OpenBLAS stays on a pre-AVX2 kernel or the build has no OpenBLAS), or "portable"
+// (ASYNCND_GEMM=portable, or a build without OpenBLAS on a CPU without AVX2); in WebAssembly
+// "portable (wasm SIMD128)", or "portable (wasm SIMD128 + relaxed madd)" in the relaxed-SIMD
+// module.
+// ASYNCND_GEMM=auto|openblas|portable|avx512|avx2 chooses; a user's OPENBLAS_CORETYPE is never
 // overridden (OpenBLAS keeps it, whichever GEMM runs). Starts the CPU backend if it has not
 // started; throws asyncnd::Error for a bad ASYNCND_GEMM. Any thread.
 struct CpuGemm {

@@ -1,6 +1,6 @@
 // The blocked, packed SGEMM loop that every asyncnd GEMM shares, whatever its micro-kernel: the
 // portable one of gemm_kernel.h (4x8 on 128-bit vectors natively, 5x8 or 6x8 in WebAssembly) and
-// the native AVX-512 one (native/cpu/avx512_gemm.cpp). Row-major, C = alpha op(A) op(B) + beta C,
+// the native AVX-512 and AVX2 ones (native/cpu/avx512_gemm.cpp, avx2_gemm.cpp). Row-major, C = alpha op(A) op(B) + beta C,
 // the contract of detail::reference_sgemm.
 //
 // Loop order (BLIS's): op(B) is packed once, whole, into NR-column panels (in parallel); then each
@@ -22,7 +22,7 @@
 // with gemm_kernel.h's packed layouts (a panel of A: element (i, p) at p * kMr + i; of B: (p, j)
 // at p * kNr + j; rows and columns past the edge zero) and its Update modes. The tile's file
 // compiles run_block_body<Tile> into a function of its own, where it may carry a target attribute
-// (AVX-512) or target clones, and hands that function to packed_sgemm.
+// (AVX-512, AVX2) or target clones, and hands that function to packed_sgemm.
 #pragma once
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // portable_sgemm: the GEMM of the WebAssembly build (no BLAS there) and of native builds without
-// OpenBLAS, on the MR x 8 micro-kernel of kernels/gemm_kernel.h (4x8 natively, 5x8 in the SIMD128
-// wasm module, 6x8 with relaxed SIMD); and packed_sgemm, the blocked loop (kernels/gemm_driver.h)
-// that it shares with the native AVX-512 GEMM (native/cpu/avx512_gemm.cpp), split across the
-// engine's CPU workers.
+// OpenBLAS on a CPU without AVX2, on the MR x 8 micro-kernel of kernels/gemm_kernel.h (4x8
+// natively, 5x8 in the SIMD128 wasm module, 6x8 with relaxed SIMD); and packed_sgemm, the blocked
+// loop (kernels/gemm_driver.h) that it shares with the native AVX-512 and AVX2 GEMMs
+// (native/cpu/avx512_gemm.cpp, avx2_gemm.cpp), split across the engine's CPU workers.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
