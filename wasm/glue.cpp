@@ -392,6 +392,7 @@ val stats() {
         // The WebAssembly memory's size: it grows on demand and never shrinks.
         o.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
         o.set("workers", engine().num_workers());
+        o.set("pacing", std::string(pacing_name(engine().pacing())));
         val devices = val::array();
         for (const DeviceStats& d : s.devices) {
           val dv = val::object();

@@ -835,6 +835,7 @@ const VARIANTS = {
   relaxed: { file: 'asyncnd-relaxed.js', factory: 'createAsyncndRelaxedModule' },
 };
 const SIMD_CHOICES = ['auto', 'relaxed', 'simd128'];
+const PACING_CHOICES = ['auto', 'runs', 'ops'];
 
 // A module of one function, f32x4.relaxed_madd (fd 85 02) of its three v128 parameters: it
 // validates only where the engine runs relaxed SIMD (Chromium 114+, Firefox; Node 20 with
@@ -881,6 +882,21 @@ function browserModuleUrl(moduleUrl, variant) {
 
 // Which module to load: 'relaxed' where asked for, or, with 'auto', where the engine validates
 // relaxed SIMD (and, in Node, the relaxed build exists next to moduleUrl); else 'simd128'.
+// The pool's pacing (EngineOptions::cpu_pacing): options.pacing, else in Node ASYNCND_CPU_PACING
+// when set, else 'auto' (runs for one worker, ops one by one for several; README, "Thread policy").
+function pacingChoice(options) {
+  let v = options.pacing, what = 'pacing';
+  if (v === undefined && isNode && process.env.ASYNCND_CPU_PACING) {
+    v = process.env.ASYNCND_CPU_PACING;
+    what = 'ASYNCND_CPU_PACING';
+  }
+  if (v === undefined) return 'auto';
+  if (!PACING_CHOICES.includes(v)) {
+    throw new Error(`load: ${what} must be 'auto', 'runs' or 'ops', got ${show(v)}`);
+  }
+  return v;
+}
+
 function pickVariant(choice, moduleUrl) {
   if (choice === 'simd128') return 'simd128';
   const supported = supportsRelaxedSimd();
@@ -936,7 +952,7 @@ async function moduleFactory(variant, moduleUrl) {
                   'importScripts() before this file');
 }
 
-async function instantiate(threads, moduleUrl, variant) {
+async function instantiate(threads, moduleUrl, variant, pacing) {
   const factory = await moduleFactory(variant, moduleUrl);
   const options = { asyncndPoolSize: threads };
   if (!isNode) {
@@ -961,6 +977,7 @@ async function instantiate(threads, moduleUrl, variant) {
       if (process.env[k] !== undefined) M.setEnv(k, process.env[k]);
     }
   }
+  M.setEnv('ASYNCND_CPU_PACING', pacing);  // read with the worker count when the engine starts
   if (M.init(threads) < 0) throw new Error(M.takeError());
   if (isNode) {
     // The engine's workers live as long as the module; they must not keep the process alive.
@@ -974,25 +991,28 @@ async function instantiate(threads, moduleUrl, variant) {
 // Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
 // 1). Resolves with the API object (`nd`). `simd` picks the build: 'auto' (default; in Node,
 // ASYNCND_WASM_SIMD when set) the relaxed-SIMD one where the engine runs it, else SIMD128;
-// 'relaxed' that one or a rejection; 'simd128' always SIMD128. In a browser, `moduleUrl` is the URL
+// 'relaxed' that one or a rejection; 'simd128' always SIMD128. `pacing` says how the idle
+// workers take queued ops: 'auto' (default; in Node, ASYNCND_CPU_PACING when set), 'runs' or 'ops'
+// (README, "Thread policy"). In a browser, `moduleUrl` is the URL
 // of dist/asyncnd.js, with the rest of dist/ beside it (default on a page: next to this script;
 // required in a Web Worker); in Node, the path of another build's asyncnd.js (default: dist/).
-// Loading again with the same thread count, moduleUrl and module gives the same instance;
+// Loading again with the same thread count, moduleUrl, module and pacing gives the same instance;
 // otherwise a separate module with its own engine and arrays.
 function load(options = {}) {
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
   }
-  let variant;
+  let variant, pacing;
   try {
     variant = pickVariant(simdChoice(options), options.moduleUrl);
+    pacing = pacingChoice(options);
   } catch (e) {
     return Promise.reject(e);
   }
-  const key = `${threads} ${options.moduleUrl || ''} ${variant}`;
+  const key = `${threads} ${options.moduleUrl || ''} ${variant} ${pacing}`;
   if (!instances.has(key)) {
-    const p = instantiate(threads, options.moduleUrl, variant);
+    const p = instantiate(threads, options.moduleUrl, variant, pacing);
     instances.set(key, p);
     p.catch(() => instances.delete(key));
   }

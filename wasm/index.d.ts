@@ -208,6 +208,8 @@ export interface EngineStats {
   /** The WebAssembly memory's size (grows on demand up to 2 GiB, never shrinks). */
   heapBytes: number;
   workers: number;
+  /** How the idle workers take queued ops: 'runs' or 'ops' (LoadOptions.pacing, resolved). */
+  pacing: 'runs' | 'ops';
   devices: DeviceStats[];
 }
 
@@ -325,6 +327,11 @@ export interface LoadOptions {
    *  relaxed-SIMD one where the engine runs relaxed SIMD, else SIMD128; 'relaxed' that one, or a
    *  rejection where the engine cannot run it; 'simd128' always SIMD128. Anything else rejects. */
   simd?: 'auto' | 'relaxed' | 'simd128';
+  /** How the engine's idle workers take queued ops: 'auto' (default; in Node, the
+   *  ASYNCND_CPU_PACING variable when set) runs for one worker and ops one by one for several;
+   *  'runs' takes everything queued at each look and runs it in push order, a long run split
+   *  between idle workers; 'ops' takes ops one by one as they come. Anything else rejects. */
+  pacing?: 'auto' | 'runs' | 'ops';
 }
 
 export function load(options?: LoadOptions): Promise<Asyncnd>;
