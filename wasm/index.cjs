@@ -850,16 +850,21 @@ function supportsRelaxedSimd() {
   }
 }
 
-// options.simd, else (Node) ASYNCND_WASM_SIMD, else 'auto'; throws for anything else.
-function simdChoice(options) {
-  let v = options.simd, what = 'simd';
-  if (v === undefined && isNode && process.env.ASYNCND_WASM_SIMD) {
-    v = process.env.ASYNCND_WASM_SIMD;
-    what = 'ASYNCND_WASM_SIMD';
+// options[name], else (Node) the variable when set, else 'auto'; throws for anything not in
+// `allowed`, naming the option or the variable. simd: ASYNCND_WASM_SIMD; pacing (the pool's,
+// EngineOptions::cpu_pacing): ASYNCND_CPU_PACING, where 'auto' is runs for one worker and ops one
+// by one for several (README, "Thread policy").
+function loadChoice(options, name, variable, allowed) {
+  let v = options[name], what = name;
+  if (v === undefined && isNode && process.env[variable]) {
+    v = process.env[variable];
+    what = variable;
   }
   if (v === undefined) return 'auto';
-  if (!SIMD_CHOICES.includes(v)) {
-    throw new Error(`load: ${what} must be 'auto', 'relaxed' or 'simd128', got ${show(v)}`);
+  if (!allowed.includes(v)) {
+    const list = allowed.map(show);
+    throw new Error(`load: ${what} must be ${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}, ` +
+                    `got ${show(v)}`);
   }
   return v;
 }
@@ -882,21 +887,6 @@ function browserModuleUrl(moduleUrl, variant) {
 
 // Which module to load: 'relaxed' where asked for, or, with 'auto', where the engine validates
 // relaxed SIMD (and, in Node, the relaxed build exists next to moduleUrl); else 'simd128'.
-// The pool's pacing (EngineOptions::cpu_pacing): options.pacing, else in Node ASYNCND_CPU_PACING
-// when set, else 'auto' (runs for one worker, ops one by one for several; README, "Thread policy").
-function pacingChoice(options) {
-  let v = options.pacing, what = 'pacing';
-  if (v === undefined && isNode && process.env.ASYNCND_CPU_PACING) {
-    v = process.env.ASYNCND_CPU_PACING;
-    what = 'ASYNCND_CPU_PACING';
-  }
-  if (v === undefined) return 'auto';
-  if (!PACING_CHOICES.includes(v)) {
-    throw new Error(`load: ${what} must be 'auto', 'runs' or 'ops', got ${show(v)}`);
-  }
-  return v;
-}
-
 function pickVariant(choice, moduleUrl) {
   if (choice === 'simd128') return 'simd128';
   const supported = supportsRelaxedSimd();
@@ -1005,8 +995,8 @@ function load(options = {}) {
   }
   let variant, pacing;
   try {
-    variant = pickVariant(simdChoice(options), options.moduleUrl);
-    pacing = pacingChoice(options);
+    variant = pickVariant(loadChoice(options, 'simd', 'ASYNCND_WASM_SIMD', SIMD_CHOICES), options.moduleUrl);
+    pacing = loadChoice(options, 'pacing', 'ASYNCND_CPU_PACING', PACING_CHOICES);
   } catch (e) {
     return Promise.reject(e);
   }
