@@ -181,6 +181,8 @@ gpu-check:
 
 bench: build bench-setup
 	./build/bench_native
+	@# The wait round trip beside engine-free hand-offs, as multiples of the floor (prints only).
+	./build/bench_handoff
 	@# E1 against the engine's and BLAS's thread counts (telling on machines with many cores).
 	./build/bench_e1_threads bench/results/e1_threads.json
 	@# GPU figures (bench/results/gpu.json) only where a GPU exists; otherwise it says SKIPPED.

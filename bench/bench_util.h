@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,29 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// This machine's floor for a cross-core hand-off: two threads ping-pong one atomic, spinning
+// (no sleep, no engine), n round trips. Our machines differ by 3x here (about 95 ns on the AMD
+// ones, 275 ns on the Intel ones), so the per-op figures are judged as multiples of it.
+inline double spin_roundtrip_once(int n) {
+  std::atomic<int> turn{0};
+  std::thread other([&] {
+    for (int i = 0; i < n; ++i) {
+      while (turn.load(std::memory_order_acquire) != 1) {
+      }
+      turn.store(0, std::memory_order_release);
+    }
+  });
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    turn.store(1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != 0) {
+    }
+  }
+  const double ns = since(t0) / n * 1e9;
+  other.join();
+  return ns;
 }
 
 // bench/ of the repository: the current directory's (`make bench` runs from the root), else the

@@ -115,29 +115,6 @@ std::pair<double, double> empty_ops(int n, Pattern pattern) {
   return {all_s / n * 1e9, push_s / n * 1e9};
 }
 
-// This machine's floor for a cross-core hand-off: two threads ping-pong one atomic, spinning
-// (no sleep, no engine), n round trips. Our machines differ by 3x here (about 95 ns on the AMD
-// ones, 275 ns on the Intel ones), so the per-op figures are judged as multiples of it.
-double spin_roundtrip_once(int n) {
-  std::atomic<int> turn{0};
-  std::thread other([&] {
-    for (int i = 0; i < n; ++i) {
-      while (turn.load(std::memory_order_acquire) != 1) {
-      }
-      turn.store(0, std::memory_order_release);
-    }
-  });
-  auto t0 = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    turn.store(1, std::memory_order_release);
-    while (turn.load(std::memory_order_acquire) != 0) {
-    }
-  }
-  const double ns = since(t0) / n * 1e9;
-  other.join();
-  return ns;
-}
-
 // `n` wait round trips (push one empty op on v, wait_to_read v), each in microseconds, appended.
 void wait_roundtrips(Var v, int n, std::vector<double>& us) {
   Engine& eng = engine();

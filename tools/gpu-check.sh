@@ -16,9 +16,10 @@
 #   7. bench_native --only=overhead, the per-op costs of the CPU device against this machine's
 #      hand-off floor and PyTorch's CPU step (E5), with the default workers (one per hardware
 #      thread but one), 1, 2 and 8, each taking runs (the default) and, but for 1, ops one by one:
-#      OUTDIR/native_overhead.json, native_overhead_wN.json, native_overhead_ops.json, ...,
-#   8. bench_native --only=gemm, the CPU GEMMs on every core: OpenBLAS's kernels, our AVX-512 GEMM
-#      and the engine's nd::dot, side by side in rounds (OUTDIR/native_gemm.json),
+#      OUTDIR/native_overhead.json, native_overhead_wN.json, native_overhead_ops.json, ...;
+#      then bench_handoff, the wait round trip beside hand-offs that use no engine (7b),
+#   8. bench_native --only=gemm, the CPU GEMMs on every core: OpenBLAS's kernels, our AVX-512 and
+#      AVX2 GEMMs and the engine's nd::dot, side by side in rounds (OUTDIR/native_gemm.json),
 #   9. bench_native --only=e6, the chapter's MLP on every core, with the CPU workers taking runs and
 #      taking ops (OUTDIR/native_e6.json, native_e6_ops.json),
 #  10. a table in the summary, [runs_vs_ops]: steps 7 and 9 side by side (push and wait against
@@ -170,6 +171,13 @@ for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
   grep -E "^bench_native|^ +(spin_roundtrip_ns|push_overhead_ns|push_only_ns|wait_roundtrip_us|e5_async_step_us|torch_e5_step_us|burst_[a-z_]+) " \
     "$out/$name.log" | sed "s/^/[$name] /" | tee -a "$summary"
 done
+
+# 7b. The wait round trip beside hand-offs that use no engine, as multiples of the spin floor
+# (bench/README.md, "The wait round trip against hand-offs without an engine"): whether the
+# floor's phases on our 2-vCPU VMs are theirs alone.
+step cpu_handoff 60 "$bld/bench_handoff"
+grep -E "^bench_handoff|^  (round|median|[0-9])" "$out/cpu_handoff.log" | sed "s/^/[cpu_handoff] /" |
+  tee -a "$summary"
 
 # 8. The CPU GEMMs on every core of this machine: auto runs our AVX-512 GEMM on a CPU with AVX-512
 # since it ran 1.2-2.3x OpenBLAS 0.3.26 on this machine's 16 vCPUs (bench/README.md, "Our GEMM on
