@@ -11,7 +11,7 @@
 // that OpenBLAS maps to an AVX2 kernel), our own AVX-512 GEMM (avx512_gemm.h) runs
 // instead: 12x32 tiles on the shared blocked loop reached OpenBLAS's SkylakeX speed at 1000^3
 // (bench/README.md, "Our own AVX-512 GEMM"). Our AVX2 GEMM (avx2_gemm.h, 6x16 tiles) is level
-// with OpenBLAS's Haswell kernel, so it replaces only what runs at half that speed or less: a
+// with OpenBLAS's Haswell kernel, so it replaces only what runs at a fraction of that speed: a
 // pre-AVX2 kernel that OpenBLAS stays on (a core the user set, or every better one refused) on a
 // CPU with AVX2, and the portable GEMM in a build without OpenBLAS (bench/README.md, "Our own AVX2
 // GEMM"). A kernel is used only after gemm_self_test passes on this machine, since some older
@@ -343,17 +343,21 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     refused = "asyncnd's AVX-512 GEMM failed its self-test: " + err;
   }
   // Our AVX2 GEMM replaces only a pre-AVX2 kernel (a core the user set, or a better one that
-  // failed its self-test): against OpenBLAS's Haswell kernel it is level, 0.9-1.0 on one and two
-  // threads of a Xeon (bench/README.md, "Our own AVX2 GEMM"), where a pre-AVX2 one runs at half.
+  // failed its self-test): against OpenBLAS's Haswell kernel it is level, 0.94-1.13 of it on one
+  // and two threads of a Xeon, where Prescott's ran at a third (bench/README.md, "Our own AVX2
+  // GEMM").
   if (avx2.applies && is_fallback_core(core)) {
     const std::string err = own_self_test(avx2);
     if (err.empty()) {
-      return own_selection(avx2,
-                           "OpenBLAS's kernel " + core + " (" + s.reason +
-                               (refused.empty() ? "" : "; " + refused) +
-                               ") does not use AVX2, which this CPU has: asyncnd's AVX2 GEMM, "
-                               "after its self-test passed (OpenBLAS left as it is)",
-                           s.loaded_core);
+      GemmSelection ours = own_selection(
+          avx2,
+          "OpenBLAS's kernel " + core + " (" + s.reason + (refused.empty() ? "" : "; " + refused) +
+              ") does not use AVX2, which this CPU has: asyncnd's AVX2 GEMM, after its self-test "
+              "passed (OpenBLAS left as it is)",
+          s.loaded_core);
+      // Our AVX-512 GEMM's refusal, said once as every refusal is.
+      if (!refused.empty()) std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", ours.reason.c_str());
+      return ours;
     }
     refused += (refused.empty() ? "" : "; ") + std::string("asyncnd's AVX2 GEMM failed its self-test: ") + err;
   }
