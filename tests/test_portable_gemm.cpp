@@ -38,7 +38,7 @@ struct Gemm {
   GemmFn fn;
 };
 
-#if ASYNCND_HAVE_AVX512_GEMM
+#if ASYNCND_HAVE_AVX512_GEMM || ASYNCND_HAVE_AVX2_GEMM
 // Our native GEMMs (avx512_sgemm, avx2_sgemm) as a GemmFn: on their threads, or on the calling
 // thread alone as the backend's self-test runs them.
 template <void (*Fn)(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,

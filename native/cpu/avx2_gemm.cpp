@@ -51,15 +51,9 @@ struct Avx2Tile {
       float* dst = out + r * kc;
       if (trans_a) {  // op(A)(i, p) = a[p * lda + i]: each k step's rows are contiguous
         const float* src = a + p0 * lda + i0 + r;
-        if (rows == kMr) {
-          for (std::int64_t p = 0; p < kc; ++p) {
-            for (std::int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = alpha * src[p * lda + i];
-          }
-        } else {
-          for (std::int64_t p = 0; p < kc; ++p) {
-            for (std::int64_t i = 0; i < kMr; ++i) {
-              dst[p * kMr + i] = i < rows ? alpha * src[p * lda + i] : 0.0f;
-            }
+        for (std::int64_t p = 0; p < kc; ++p) {  // rows past the edge are zeros
+          for (std::int64_t i = 0; i < kMr; ++i) {
+            dst[p * kMr + i] = i < rows ? alpha * src[p * lda + i] : 0.0f;
           }
         }
       } else {  // op(A)(i, p) = a[i * lda + p]: rows side by side, 8 k steps at a time
