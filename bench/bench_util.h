@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "asyncnd/engine.h"
+
 namespace asyncnd_bench {
 
 using Clock = std::chrono::steady_clock;
@@ -72,6 +74,29 @@ inline std::string cpu_model() {
       return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
     }
   return "unknown";
+}
+
+// "N cores", or "N cores, M usable (affinity mask)" / "(cgroup CPU quota Q)" where the affinity
+// mask or a cgroup's CPU quota narrows them: what the engine's defaults count (program_cpu_limit).
+inline std::string cores_text() {
+  const asyncnd::CpuLimit l = asyncnd::program_cpu_limit();
+  std::string s = std::to_string(l.online) + " cores";
+  if (l.cpus == l.online) return s;
+  char why[64];
+  if (std::strcmp(l.source, "cgroup") == 0) {
+    std::snprintf(why, sizeof why, "cgroup CPU quota %.3g", l.quota);
+  } else {
+    std::snprintf(why, sizeof why, "affinity mask");
+  }
+  return s + ", " + std::to_string(l.cpus) + " usable (" + why + ")";
+}
+
+// The same for a bench's `machine` object: "cores", "cpus_usable" and "cpus_usable_source"
+// (program_cpu_limit's source: "online", "affinity" or "cgroup").
+inline std::string cores_json() {
+  const asyncnd::CpuLimit l = asyncnd::program_cpu_limit();
+  return "\"cores\": " + std::to_string(l.online) + ", \"cpus_usable\": " + std::to_string(l.cpus) +
+         ", \"cpus_usable_source\": \"" + l.source + "\"";
 }
 
 // What a peer's script printed: `key value` lines whose key starts with `prefix` (the figures),

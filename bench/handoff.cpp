@@ -126,9 +126,9 @@ int main(int argc, char** argv) {
   Engine& eng = engine();
   Var v = eng.new_var();
   engine_roundtrip(v, 2000);  // warm-up: the op pool, the worker's pace
-  std::printf("bench_handoff: %s, %u cores, %d CPU workers taking %s; ns per round trip "
+  std::printf("bench_handoff: %s, %s, %d CPU workers taking %s; ns per round trip "
               "(x the spin floor)\n",
-              cpu_model().c_str(), std::thread::hardware_concurrency(), eng.num_workers(),
+              cpu_model().c_str(), cores_text().c_str(), eng.num_workers(),
               pacing_name(eng.pacing()));
   std::printf("  %-5s %8s %16s %16s %16s %16s %16s\n", "round", "floor", "two lines", "mailbox/1",
               "mailbox/8", "mailbox/8 back", "engine wait");

@@ -766,7 +766,7 @@ std::string machine_json() {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::ostringstream m;
   m << "{\"cpu_model\": " << json_str(cpu_model())
-    << ", \"cores\": " << std::thread::hardware_concurrency()
+    << ", " << cores_json()
     << ", \"openblas_corename\": " << json_str(blas_corename())
     << ", \"openblas_threads\": " << blas_threads_policy()
     << ", \"gemm\": " << json_str(cpu_gemm().kernel)
@@ -843,9 +843,9 @@ int main(int argc, char** argv) {
   }
   if (!only.empty()) {
     try {
-      std::printf("bench_native --only=%s: %s, %u cores, load average %s, OpenBLAS core %s, "
+      std::printf("bench_native --only=%s: %s, %s, load average %s, OpenBLAS core %s, "
                   "GEMM %s, %d CPU workers taking %s\n",
-                  only.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(),
+                  only.c_str(), cpu_model().c_str(), cores_text().c_str(),
                   loadavg().c_str(), blas_corename().c_str(), cpu_gemm().kernel.c_str(),
                   engine().num_workers(), pacing_name(engine().pacing()));
       if (only == "e6") {
@@ -873,8 +873,8 @@ int main(int argc, char** argv) {
   try {
     g_load_start = loadavg();
     g_busy_before = busy_percent(1.0);
-    std::printf("bench_native: %s, %u cores; before the run: load average %s, CPU %.0f%% busy%s\n",
-                cpu_model().c_str(), std::thread::hardware_concurrency(), g_load_start.c_str(),
+    std::printf("bench_native: %s, %s; before the run: load average %s, CPU %.0f%% busy%s\n",
+                cpu_model().c_str(), cores_text().c_str(), g_load_start.c_str(),
                 g_busy_before, g_busy_before > 10 ? " (another process is running: expect noise)" : "");
     bench_numpy(exe_dir());
     std::printf("\nengine: %d CPU workers taking %s, OpenBLAS core %s, %d BLAS threads (policy)\n"

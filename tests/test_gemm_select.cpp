@@ -14,6 +14,7 @@
 #include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
 #include "cpu/gemm_select.h"
+#include "test_util.h"
 
 #if ASYNCND_HAVE_OPENBLAS
 #include <cblas.h>
@@ -26,32 +27,8 @@ using asyncnd::detail::gemm_choice_from_env;
 using asyncnd::detail::gemm_self_test;
 using asyncnd::detail::is_fallback_core;
 
-namespace {
-
-// Runs this test binary again on one hidden test case, with `env` before it, and returns what it
-// printed (stdout and stderr) and its exit status.
-std::string run_child(const std::string& env, const std::string& test, int* status) {
-  const std::string cmd = "env -u OPENBLAS_CORETYPE " + env + " /proc/" +
-                          std::to_string(::getpid()) + "/exe '" + test + "' 2>&1";
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    *status = ::pclose(p);
-  } else {
-    *status = -1;
-  }
-  return out;
-}
-
-std::string line_after(const std::string& text, const std::string& key) {
-  const auto at = text.find(key);
-  if (at == std::string::npos) return {};
-  const auto end = text.find('\n', at);
-  return text.substr(at + key.size(), end - at - key.size());
-}
-
-}  // namespace
+using asyncnd_test::line_after;
+using asyncnd_test::run_child;
 
 TEST_CASE("gemm selection: fallback cores and the better ones for each CPU", "[gemm][select]") {
   for (const char* core : {"Prescott", "prescott", "Core2", "Nehalem", "Katmai", "Sandybridge"}) {

@@ -1,8 +1,12 @@
-// Helpers shared by the Catch2 tests: seeds and the workload scale, both from the environment.
+// Helpers shared by the Catch2 tests: seeds and the workload scale, both from the environment, and
+// running this test binary again on one hidden test case.
 #pragma once
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -37,6 +41,31 @@ inline std::int64_t scaled(std::int64_t n, std::int64_t at_least = 1) {
 
 inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs this test binary again on one hidden test case, with OPENBLAS_CORETYPE unset and `before`
+// in front of it (more environment, or a command that runs it: `env` takes both), and returns
+// what it printed (stdout and stderr) and its exit status.
+inline std::string run_child(const std::string& before, const std::string& test, int* status) {
+  const std::string cmd = "env -u OPENBLAS_CORETYPE " + before + " /proc/" +
+                          std::to_string(::getpid()) + "/exe '" + test + "' 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    *status = ::pclose(p);
+  } else {
+    *status = -1;
+  }
+  return out;
+}
+
+// The rest of the line after the first `key` in `text`, or "" when `key` is absent.
+inline std::string line_after(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  if (at == std::string::npos) return {};
+  const auto end = text.find('\n', at);
+  return text.substr(at + key.size(), end - at - key.size());
 }
 
 }  // namespace asyncnd_test

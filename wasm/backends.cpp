@@ -4,6 +4,7 @@
 #include <emscripten/heap.h>
 
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "asyncnd/detail/backend.h"
@@ -47,6 +48,11 @@ const std::vector<Backend*>& builtin_backends() {
 // else share it, whatever the machine has.
 MemoryLimit program_memory_limit() {
   return {static_cast<std::uint64_t>(emscripten_get_heap_max()), BoundSource::kWasmHeap};
+}
+
+// No affinity masks or cgroups to read here: the browser's or Node's count of hardware threads.
+CpuLimit program_cpu_limit() {
+  return detail::cpu_limit_from(static_cast<int>(std::thread::hardware_concurrency()), 0, 0);
 }
 
 }  // namespace asyncnd

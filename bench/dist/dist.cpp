@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
   std::ostringstream m;
   std::string load;
   std::getline(std::ifstream("/proc/loadavg"), load);
-  m << "{\"cpu_model\": \"" << first_line_with("/proc/cpuinfo", "model name") << "\", \"cores\": "
-    << std::thread::hardware_concurrency() << ", \"gemm\": \"" << cpu_gemm().kernel
+  m << "{\"cpu_model\": \"" << first_line_with("/proc/cpuinfo", "model name") << "\", "
+    << asyncnd_bench::cores_json() << ", \"gemm\": \"" << cpu_gemm().kernel
     << "\", \"ranks\": " << dist::size() << ", \"cpu_workers_per_rank\": "
     << engine().num_workers() << ", \"loadavg_end\": \"" << load << "\"}";
   std::ofstream out(bench_dir() + "/results/dist.json");

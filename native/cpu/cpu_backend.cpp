@@ -4,8 +4,10 @@
 // Thread policy for BLAS. OpenBLAS (pthread build) runs its own thread pool, separate from the
 // engine's workers; two engine workers each running a multi-threaded GEMM would put 2 x N BLAS
 // threads on N cores. So:
-//   - OpenBLAS gets every core: openblas_set_num_threads(hardware_concurrency), or the value of
-//     the environment variable ASYNCND_BLAS_THREADS when it is set (read once, on first use).
+//   - OpenBLAS gets every core this process may use: openblas_set_num_threads(
+//     program_cpu_limit().cpus: the online CPUs, narrowed by the affinity mask and a cgroup's CPU
+//     quota), or the value of the environment variable ASYNCND_BLAS_THREADS when it is set (read
+//     once, on first use).
 //   - With more than one BLAS thread, GEMMs that OpenBLAS would split across threads run one at a
 //     time (gemm_mutex_); smaller ones (see kOpenblasSingleThreadMnk) skip the mutex and run
 //     concurrently, each on one thread.
@@ -30,7 +32,6 @@
 #include <limits>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
@@ -57,8 +58,7 @@ namespace {
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
 
 int blas_threads_from_env() {
-  unsigned hw = std::thread::hardware_concurrency();
-  int threads = hw > 0 ? static_cast<int>(hw) : 1;
+  int threads = program_cpu_limit().cpus;
   if (const char* s = std::getenv("ASYNCND_BLAS_THREADS")) {
     threads = static_cast<int>(parse_env_uint("ASYNCND_BLAS_THREADS", s, 1, 1024, "a count"));
   }

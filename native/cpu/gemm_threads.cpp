@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 
+#include "asyncnd/engine.h"
 #include "engine/sync.h"
 #include "kernels/gemm_driver.h"
 
@@ -45,7 +46,7 @@ struct GemmThreads::Job {
 GemmThreads& GemmThreads::instance(int threads) {
   // Leaked on purpose: GEMMs may run on engine workers while static destructors run at exit.
   static GemmThreads* pool = new GemmThreads(
-      threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+      threads > 0 ? threads : program_cpu_limit().cpus);
   return *pool;
 }
 

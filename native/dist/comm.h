@@ -8,6 +8,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -107,6 +108,12 @@ class Comm {
 
 // The process's communication thread (dist::init made it); throws asyncnd::Error before init.
 Comm& comm_for_testing();
+
+// A rank's share of its machine's CPUs, for its BLAS threads and engine workers (dist::init): each
+// CPU of its affinity mask `mine` counts 1 / (the masks in `local`, every local rank's, this one's
+// included, that hold it); with a cgroup CPU quota (`quota` CPUs, 0 = none) at most quota over the
+// local ranks. Rounded down, at least 1.
+int rank_cpu_share(const cpu_set_t& mine, const std::vector<cpu_set_t>& local, double quota);
 
 }  // namespace detail
 }  // namespace dist

@@ -3,6 +3,7 @@
 #include "asyncnd/dist.h"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,8 +13,8 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
+#include <vector>
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/engine.h"
@@ -208,6 +209,11 @@ void run_blocking(const char* op, Request r) {
 // and the MLP's step was 8-15% slower, its ranks further apart (bench/README.md, "Data-parallel
 // training over MPI"). torchrun sets OMP_NUM_THREADS=1 for the same reason. Before the engine
 // starts (it reads these once); a user's own setting wins.
+//
+// Each rank's share: detail::rank_cpu_share. Unbound ranks (mpirun --bind-to none) all hold every
+// CPU of their mask, so each gets those CPUs over the ranks; ranks that mpirun bound (Open MPI's
+// default: to a core for 2 ranks or fewer, else to a socket or NUMA domain) keep what they were
+// given, which dividing again would leave idle. Ranks in one container split its CPU quota.
 void share_cores_among_local_ranks() {
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
@@ -215,12 +221,28 @@ void share_cores_among_local_ranks() {
     return;
   int local = 1;
   MPI_Comm_size(node, &local);
+  if (local <= 1) {
+    MPI_Comm_free(&node);
+    return;
+  }
+  const CpuLimit limit = program_cpu_limit();
+  // Masks of up to 1024 CPUs (cpu_set_t); beyond, or where one cannot be read, the CPUs this
+  // process may use over the local ranks.
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const int got = ::sched_getaffinity(0, sizeof mine, &mine) == 0 ? 1 : 0;
+  int all_got = 0;
+  MPI_Allreduce(&got, &all_got, 1, MPI_INT, MPI_MIN, node);
+  int n = std::max(1, limit.cpus / local);
+  if (all_got) {
+    std::vector<cpu_set_t> masks(static_cast<std::size_t>(local));
+    if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, node) ==
+        MPI_SUCCESS)
+      n = detail::rank_cpu_share(mine, masks, limit.quota);
+  }
   MPI_Comm_free(&node);
-  if (local <= 1) return;
-  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int share = std::max(1, hw / local);
-  setenv("ASYNCND_BLAS_THREADS", std::to_string(share).c_str(), 0);
-  setenv("ASYNCND_CPU_WORKERS", std::to_string(std::max(1, share - 1)).c_str(), 0);
+  setenv("ASYNCND_BLAS_THREADS", std::to_string(n).c_str(), 0);
+  setenv("ASYNCND_CPU_WORKERS", std::to_string(std::max(1, n - 1)).c_str(), 0);
 }
 
 }  // namespace
@@ -424,6 +446,18 @@ Overlap overlap(const std::vector<ProfileEvent>& events, const char* begin, cons
 
 namespace detail {
 Comm& comm_for_testing() { return comm("dist::detail::comm_for_testing"); }
+
+int rank_cpu_share(const cpu_set_t& mine, const std::vector<cpu_set_t>& local, double quota) {
+  double share = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &mine)) continue;
+    int holders = 0;
+    for (const cpu_set_t& m : local) holders += CPU_ISSET(c, &m) ? 1 : 0;
+    share += 1.0 / std::max(1, holders);
+  }
+  if (quota > 0 && !local.empty()) share = std::min(share, quota / static_cast<double>(local.size()));
+  return std::max(1, static_cast<int>(share + 1e-9));
+}
 }  // namespace detail
 
 }  // namespace dist

@@ -50,6 +50,29 @@ TEST_CASE("dist: rank and size match mpiexec's") {
   REQUIRE_THROWS_WITH(dist::init(), Catch::Contains("called twice"));
 }
 
+TEST_CASE("dist: each local rank's share of the CPUs follows the affinity masks") {
+  using dist::detail::rank_cpu_share;
+  auto mask = [](int from, int to) {  // CPUs [from, to)
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    for (int c = from; c < to; ++c) CPU_SET(c, &m);
+    return m;
+  };
+  const cpu_set_t all16 = mask(0, 16);
+  // Unbound (mpirun --bind-to none): every rank holds every CPU.
+  CHECK(rank_cpu_share(all16, {all16, all16}, 0) == 8);
+  CHECK(rank_cpu_share(all16, {all16, all16, all16}, 0) == 5);  // 16 / 3, rounded down
+  CHECK(rank_cpu_share(mask(0, 2), {mask(0, 2), mask(0, 2), mask(0, 2), mask(0, 2)}, 0) == 1);
+  // Bound to a socket or a core each (Open MPI's defaults): each keeps its own.
+  CHECK(rank_cpu_share(mask(0, 8), {mask(0, 8), mask(8, 16)}, 0) == 8);
+  CHECK(rank_cpu_share(mask(3, 4), {mask(2, 3), mask(3, 4)}, 0) == 1);
+  // Overlapping masks: CPUs 4-7 shared by two ranks count half to each.
+  CHECK(rank_cpu_share(mask(0, 8), {mask(0, 8), mask(4, 12)}, 0) == 6);
+  // A container's CPU quota is split among its ranks.
+  CHECK(rank_cpu_share(all16, {all16, all16}, 4.0) == 2);
+  CHECK(rank_cpu_share(all16, {all16, all16}, 1.0) == 1);  // at least one
+}
+
 TEST_CASE("dist: bad calls throw at the call, queuing nothing") {
   NDArray empty;
   REQUIRE_THROWS_WITH(dist::allreduce(empty), Catch::Contains("array is empty"));

@@ -106,6 +106,26 @@ struct MemoryLimit {
 // (bytes = 0 when nothing can be read).
 MemoryLimit program_memory_limit();
 
+// The CPUs this program may use, as every default thread count sees them (the engine's CPU
+// workers, the BLAS threads, our GEMMs' threads, dist::init's share per rank).
+struct CpuLimit {
+  int cpus = 1;      // what the defaults count: the smallest of the three below, at least 1
+  int online = 0;    // the machine's online CPUs (std::thread::hardware_concurrency)
+  int affinity = 0;  // CPUs in this process's affinity mask (taskset, a cpuset, mpirun's binding);
+                     // 0 = unknown
+  double quota = 0;  // the cgroup's CPU quota, in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us over
+                     // cpu.cfs_period_us); counted rounded up; 0 = none
+  const char* source = "online";  // which of the three decided: "online", "affinity" or "cgroup"
+};
+
+// The CPUs this program may use: natively the online CPUs, narrowed by the affinity mask and by
+// the cgroup's CPU quota (rounded up: a quota of 1.5 CPUs counts 2) where those are narrower. A
+// container limited to 2 CPUs on a 64-core host, or a process under `taskset -c 0,1`, counts 2,
+// not 64. In WebAssembly the online count alone (navigator.hardwareConcurrency, or Node's).
+// Reads /proc and /sys at each call (engines and backends call it once, when they start); never
+// throws. ASYNCND_CPU_WORKERS and ASYNCND_BLAS_THREADS still replace what is derived from it.
+CpuLimit program_cpu_limit();
+
 // The default byte bound of the process-wide engine: a quarter of program_memory_limit()
 // (kDefaultInflightBytesDivisor), and never more than kDefaultInflightBytesCap (512 MiB).
 // The quarter keeps queued work from taking the memory the program needs for itself on any
@@ -140,8 +160,8 @@ const char* pacing_name(Pacing pacing);
 
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
-  // CPU worker threads; 0 = one per hardware thread but one (at least one), leaving a core to the
-  // frontend thread that pushes.
+  // CPU worker threads; 0 = one per CPU of program_cpu_limit() but one (at least one), leaving a
+  // core to the frontend thread that pushes.
   int cpu_workers = 0;
   // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
   std::size_t max_inflight_ops = 0;

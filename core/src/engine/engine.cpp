@@ -1,6 +1,8 @@
 // The public Engine and Var: thin forwarding to EngineImpl, the process-wide engine, and
 // EngineOptions::from_env.
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -117,6 +119,65 @@ MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
     if (number || std::strncmp(text, "max", 3) == 0) break;  // the first readable file decides
   }
   return m;
+}
+
+namespace {
+// A whole number at the start of `text` (after blanks), or -1: none, a sign, or too large.
+long long leading_count(const char*& text) {
+  while (*text == ' ' || *text == '\t') ++text;
+  if (*text < '0' || *text > '9') return -1;
+  long long v = 0;
+  for (; *text >= '0' && *text <= '9'; ++text) {
+    if (v > (LLONG_MAX - 9) / 10) return -1;
+    v = v * 10 + (*text - '0');
+  }
+  return v;
+}
+bool at_end(const char* text) {
+  while (*text == ' ' || *text == '\t' || *text == '\n') ++text;
+  return *text == '\0';
+}
+}  // namespace
+
+double cpu_quota_from(const char* v2_cpu_max, const char* v1_quota, const char* v1_period) {
+  if (v2_cpu_max) {
+    const char* c = v2_cpu_max;
+    const long long quota = leading_count(c);  // -1 for "max"
+    const long long period = leading_count(c);
+    if (quota > 0 && period > 0 && at_end(c)) return static_cast<double>(quota) / period;
+    if (std::strncmp(v2_cpu_max, "max", 3) == 0) return 0;  // parses: no quota, v1 not asked
+  }
+  if (v1_quota && v1_period) {
+    const char *q = v1_quota, *p = v1_period;
+    const long long quota = leading_count(q), period = leading_count(p);  // -1 for "-1"
+    if (quota > 0 && period > 0 && at_end(q) && at_end(p)) {
+      return static_cast<double>(quota) / period;
+    }
+  }
+  return 0;
+}
+
+CpuLimit cpu_limit_from(int online, int affinity, double quota) {
+  CpuLimit l;
+  l.online = online;
+  l.affinity = affinity > 0 ? affinity : 0;
+  l.quota = quota > 0 ? quota : 0;
+  l.cpus = std::max(1, online);
+  l.source = "online";
+  if (l.affinity > 0 && l.affinity < l.cpus) {
+    l.cpus = l.affinity;
+    l.source = "affinity";
+  }
+  if (l.quota > 0) {
+    // Rounded up, as the JVM and Go count a quota: 1.5 CPUs runs two threads part of the time.
+    const double up = std::ceil(l.quota - 1e-9);
+    const int q = up < 1 ? 1 : up > 1e6 ? 1000000 : static_cast<int>(up);
+    if (q < l.cpus) {
+      l.cpus = q;
+      l.source = "cgroup";
+    }
+  }
+  return l;
 }
 
 }  // namespace detail

@@ -65,9 +65,10 @@ void EngineImpl::start(const EngineOptions& options) {
   bytes_source_ = start_source_;
   // Default: one worker per core but one, which the frontend thread keeps: with as many workers
   // as cores, a frontend that keeps pushing and busy workers are more runnable threads than
-  // cores. (GEMMs still use every core: BLAS has its own threads.)
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - 1);
+  // cores. (GEMMs still use every core: BLAS has its own threads.) The cores this process may
+  // use: a container's quota or a taskset mask, not the machine's count (program_cpu_limit).
+  cpus_ = program_cpu_limit().cpus;
+  cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cpus_ - 1);
   if (kind_ == EngineKind::kThreaded) {
     cpu_pool_ = std::make_unique<DevicePool>(this, Device::cpu(), cpu_workers_,
                                              paced_pool(options.cpu_pacing, cpu_workers_));

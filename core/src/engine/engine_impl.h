@@ -252,7 +252,8 @@ class DevicePool {
 
   EngineImpl* engine_;
   Device device_;
-  const int max_spinners_;  // this machine's cores: the most that spin after a parallel_for (wasm)
+  const int max_spinners_;  // the cores this process may use: the most that spin after a
+                            // parallel_for (wasm)
   const int workers_;       // threads_.size() once all have started (workers read this meanwhile)
   std::vector<std::thread> threads_;
 
@@ -365,6 +366,7 @@ class EngineImpl {
 
   EngineKind kind() const { return kind_; }
   int num_workers(Device device);
+  int cpus() const { return cpus_; }  // program_cpu_limit().cpus as the engine started
   Pacing pacing(Device device);
 
   Var new_var();
@@ -507,6 +509,7 @@ class EngineImpl {
 
   EngineKind kind_ = EngineKind::kThreaded;
   int cpu_workers_ = 0;
+  int cpus_ = 1;  // program_cpu_limit().cpus when the engine started: the pools' idea of "cores"
   std::unique_ptr<DevicePool> cpu_pool_;
   std::mutex pools_mu_;
   std::vector<std::unique_ptr<DevicePool>> other_pools_;  // GPU devices, made on first use

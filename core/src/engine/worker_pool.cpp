@@ -80,7 +80,7 @@ bool paced_pool(Pacing pacing, int workers) {
 DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool paced)
     : engine_(engine),
       device_(device),
-      max_spinners_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+      max_spinners_(engine->cpus()),
       workers_(workers),
       paced_(paced),
       runs_(new RunSlot[static_cast<std::size_t>(workers)]),

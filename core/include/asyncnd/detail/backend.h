@@ -136,6 +136,15 @@ std::int64_t profiler_clock_ns() noexcept;
 MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
                               std::uint64_t physical);
 
+// The CPU quota, in CPUs, from the texts of the cgroup files (v2 cpu.max, "max 100000" or
+// "<quota> <period>"; v1 cpu.cfs_quota_us and cpu.cfs_period_us; nullptr where a file is absent):
+// quota / period, or 0 for none ("max", v1's -1, anything that does not parse). v2 decides when
+// its file parses. Pure, like memory_limit_from: program_cpu_limit() reads the files.
+double cpu_quota_from(const char* v2_cpu_max, const char* v1_quota, const char* v1_period);
+// The CpuLimit of `online` CPUs (at least 1 counted), an affinity mask of `affinity` CPUs (0 =
+// unknown) and a quota of `quota` CPUs (0 = none; counted rounded up).
+CpuLimit cpu_limit_from(int online, int affinity, double quota);
+
 // Portable reference SGEMM (row-major C = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B)
 // is [k,n]; lda/ldb/ldc are row strides: KernelCall::Gemm), in core/: the fallback when no BLAS
 // is built, and the reference that tests compare against.
