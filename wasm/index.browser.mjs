@@ -34,5 +34,7 @@ export async function load(options = {}) {
 
 // Whether this engine runs relaxed SIMD (load({ simd: 'auto' }) then picks that module).
 export const supportsRelaxedSimd = api.supportsRelaxedSimd;
+// The CPUs the default thread count counts (navigator.hardwareConcurrency here).
+export const cpuLimit = api.cpuLimit;
 
-export default { load, supportsRelaxedSimd };
+export default { load, supportsRelaxedSimd, cpuLimit };

@@ -42,16 +42,62 @@ function numArg(op, what, v) {
 
 const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
 
-function defaultThreads() {
-  let hw = 2;
+// Node on Linux: the cgroup's CPU quota in CPUs (v2 cpu.max "<quota> <period>", v1
+// cpu.cfs_quota_us / cpu.cfs_period_us; the process's own group, else the hierarchy's root), or 0
+// for none. Node 20's os.availableParallelism() counts the affinity mask but not a quota (libuv
+// reads it from 1.49 on), so a container started with --cpus=2 on a 64-core host would start 63
+// workers. The same reading as the native library's program_cpu_limit() (native/backends.cpp).
+function cgroupCpuQuota() {
+  const fs = require('fs');
+  const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return null; } };
+  const text = read('/proc/self/cgroup');
+  if (text === null) return 0;
+  const groupOf = (match) => {
+    for (const line of text.split('\n')) {
+      const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+      if (m && match(m[1], m[2].split(','))) return m[3];
+    }
+    return null;
+  };
+  const own = (root, group, file) =>
+    (group && group !== '/' ? read(`${root}${group}/${file}`) : null) ?? read(`${root}/${file}`);
+  const count = (t) => (t !== null && /^\d+\s*$/.test(t) ? Number(t) : -1);
+  const v2 = own('/sys/fs/cgroup', groupOf((id, c) => id === '0' && c.join('') === ''), 'cpu.max');
+  const m = v2 === null ? null : /^(max|\d+) (\d+)\s*$/.exec(v2);
+  if (m) return m[1] === 'max' || Number(m[2]) === 0 ? 0 : Number(m[1]) / Number(m[2]);
+  const v1 = groupOf((id, c) => c.includes('cpu'));
+  for (const root of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct']) {
+    const quota = count(own(root, v1, 'cpu.cfs_quota_us'));
+    const period = count(own(root, v1, 'cpu.cfs_period_us'));
+    if (period > 0) return quota > 0 ? quota / period : 0;
+  }
+  return 0;
+}
+
+// The CPUs this program may use, as the default thread count sees them: { cpus, online,
+// affinity, quota, source }, as the native library's program_cpu_limit() (engine.h). In Node the
+// online CPUs (os.cpus()), narrowed by the affinity mask (os.availableParallelism() counts it) and,
+// on Linux, by the cgroup's CPU quota rounded up; in a browser navigator.hardwareConcurrency.
+function cpuLimit() {
+  let online = 2, affinity = 0, quota = 0;
   if (isNode) {
     const os = require('os');
-    hw = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    online = os.cpus().length || 1;
+    if (typeof os.availableParallelism === 'function') affinity = os.availableParallelism();
+    if (process.platform === 'linux') quota = cgroupCpuQuota();
   } else if (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) {
-    hw = navigator.hardwareConcurrency;
+    online = navigator.hardwareConcurrency;
   }
-  // As natively: one worker per hardware thread but one, which the JavaScript thread keeps.
-  return Math.max(1, hw - 1);
+  let cpus = Math.max(1, online), source = 'online';
+  if (affinity > 0 && affinity < cpus) [cpus, source] = [affinity, 'affinity'];
+  const up = Math.max(1, Math.ceil(quota - 1e-9));  // 1.5 CPUs run two threads part of the time
+  if (quota > 0 && up < cpus) [cpus, source] = [up, 'cgroup'];
+  return { cpus, online, affinity, quota, source };
+}
+
+function defaultThreads() {
+  // As natively: one worker per CPU but one, which the JavaScript thread keeps.
+  return Math.max(1, cpuLimit().cpus - 1);
 }
 
 // The op codes: an op's index in its list of the module's op table (core's op_table.h, exported
@@ -978,7 +1024,7 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
   return makeApi(M, threads, variant);
 }
 
-// Loads the module with `threads` engine worker threads (default: hardware threads - 1, at least
+// Loads the module with `threads` engine worker threads (default: cpuLimit().cpus - 1, at least
 // 1). Resolves with the API object (`nd`). `simd` picks the build: 'auto' (default; in Node,
 // ASYNCND_WASM_SIMD when set) the relaxed-SIMD one where the engine runs it, else SIMD128;
 // 'relaxed' that one or a rejection; 'simd128' always SIMD128. `pacing` says how the idle
@@ -1009,7 +1055,7 @@ function load(options = {}) {
   return instances.get(key);
 }
 
-const api = { load, supportsRelaxedSimd };
+const api = { load, supportsRelaxedSimd, cpuLimit };
 api.default = api;
 // CommonJS (Node, bundlers), or a global `asyncnd` for a classic <script> or importScripts().
 if (typeof module === 'object' && module && module.exports) module.exports = api;

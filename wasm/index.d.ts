@@ -316,7 +316,7 @@ export interface Asyncnd {
 }
 
 export interface LoadOptions {
-  /** Engine worker threads (Web Workers); default hardware threads - 1, at least 1. */
+  /** Engine worker threads (Web Workers); default cpuLimit().cpus - 1, at least 1. */
   threads?: number;
   /** Browsers: the URL of dist/asyncnd.js (default: next to index.browser.mjs when imported as
    *  an ES module; next to index.cjs on a page with classic scripts; required in a classic Web
@@ -338,5 +338,26 @@ export function load(options?: LoadOptions): Promise<Asyncnd>;
 /** Whether this WebAssembly engine runs relaxed SIMD (WebAssembly.validate of f32x4.relaxed_madd). */
 export function supportsRelaxedSimd(): boolean;
 
-declare const asyncnd: { load: typeof load; supportsRelaxedSimd: typeof supportsRelaxedSimd };
+/** The CPUs this program may use, as load()'s default thread count (cpus - 1, at least 1) sees
+ *  them; the native library's program_cpu_limit(). */
+export interface CpuLimit {
+  /** What the default counts: the smallest of the three below, at least 1. */
+  cpus: number;
+  /** Online CPUs: os.cpus() in Node, navigator.hardwareConcurrency in a browser. */
+  online: number;
+  /** CPUs in the affinity mask (Node's os.availableParallelism(): taskset, a cpuset); 0 = unknown. */
+  affinity: number;
+  /** Node on Linux: the cgroup's CPU quota in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us over
+   *  cpu.cfs_period_us), counted rounded up; 0 = none. */
+  quota: number;
+  /** Which of the three decided. */
+  source: 'online' | 'affinity' | 'cgroup';
+}
+export function cpuLimit(): CpuLimit;
+
+declare const asyncnd: {
+  load: typeof load;
+  supportsRelaxedSimd: typeof supportsRelaxedSimd;
+  cpuLimit: typeof cpuLimit;
+};
 export default asyncnd;

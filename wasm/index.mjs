@@ -7,4 +7,5 @@ const asyncnd = require('./index.cjs');
 
 export const load = asyncnd.load;
 export const supportsRelaxedSimd = asyncnd.supportsRelaxedSimd;
+export const cpuLimit = asyncnd.cpuLimit;
 export default asyncnd;
