@@ -96,9 +96,11 @@ CpuLimit program_cpu_limit() {
     cpu_set_t* set = CPU_ALLOC(static_cast<std::size_t>(n));
     if (!set) break;
     const std::size_t size = CPU_ALLOC_SIZE(static_cast<std::size_t>(n));
-    if (::sched_getaffinity(0, size, set) == 0) affinity = CPU_COUNT_S(size, set);
+    const bool got = ::sched_getaffinity(0, size, set) == 0;
+    const bool too_small = !got && errno == EINVAL;
+    if (got) affinity = CPU_COUNT_S(size, set);
     CPU_FREE(set);
-    if (affinity == 0 && errno != EINVAL) break;
+    if (!got && !too_small) break;
   }
   std::string v2, quota, period;
   const bool has_v2 = detail::read_cgroup("/sys/fs/cgroup", "cpu.max", true, "", v2);
