@@ -207,8 +207,16 @@ void e6_memory() {
 int main() {
   try {
     std::printf("asyncnd: the chapter \"Asynchronous Computation\", natively\n");
-    std::printf("engine: %s, %d CPU worker(s)\n",
-                engine().kind() == EngineKind::kThreaded ? "threaded" : "naive", engine().num_workers());
+    // The CPUs counted: the machine's, or fewer where a taskset mask or a container's quota says so.
+    const CpuLimit cpus = program_cpu_limit();
+    std::string on = std::to_string(cpus.cpus) + " CPU(s)";
+    if (cpus.cpus < cpus.online) {
+      on = std::to_string(cpus.cpus) + " of " + std::to_string(cpus.online) + " CPUs (limited by the " +
+           (std::string(cpus.source) == "cgroup" ? "cgroup's CPU quota" : "affinity mask") + ")";
+    }
+    std::printf("engine: %s, %d CPU worker(s) on %s\n",
+                engine().kind() == EngineKind::kThreaded ? "threaded" : "naive", engine().num_workers(),
+                on.c_str());
     nd::seed(42);
     e1();
     e2();
