@@ -45,9 +45,10 @@ namespace dist {
 // the core to the engine's workers). ASYNCND_DIST_CHECK=1 (the same on every rank): before each
 // collective, every rank's description of it is allgathered, and if they differ the collective
 // fails on every rank naming both (a debugging aid: one more small collective each). Ranks on
-// one machine share its cores: where there are several, each gets hardware threads / ranks of
-// them, as ASYNCND_BLAS_THREADS and ASYNCND_CPU_WORKERS (that share less one, at least one),
-// unless the user set those; call init before the first array, which starts the engine with
+// one machine share its cores: where there are several, each gets its share (each CPU of its
+// affinity mask over the local ranks whose masks hold it, and at most the cgroup's CPU quota over
+// the local ranks; native/dist/README.md), as ASYNCND_BLAS_THREADS and ASYNCND_CPU_WORKERS (that
+// share less one, at least one), unless the user set those; call init before the first array, which starts the engine with
 // them. If the program already initialised MPI, uses it (it must provide the level) and leaves
 // finalising it to the program. Main thread, once. Throws
 // asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or for a
