@@ -777,6 +777,8 @@ std::string machine_json() {
     << ", \"engine\": " << json_str(engine().kind() == EngineKind::kThreaded ? "threaded" : "naive")
     << ", \"env_OPENBLAS_CORETYPE\": " << json_str(env_or("OPENBLAS_CORETYPE", ""))
     << ", \"env_ASYNCND_BLAS_THREADS\": " << json_str(env_or("ASYNCND_BLAS_THREADS", ""))
+    << ", \"env_OPENBLAS_NUM_THREADS\": " << json_str(env_or("OPENBLAS_NUM_THREADS", ""))
+    << ", \"env_OMP_NUM_THREADS\": " << json_str(env_or("OMP_NUM_THREADS", ""))
     << ", \"env_ASYNCND_CPU_WORKERS\": " << json_str(env_or("ASYNCND_CPU_WORKERS", ""))
     << ", \"loadavg_start\": " << json_str(g_load_start)
     << ", \"cpu_busy_before_pct\": " << g_busy_before

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "asyncnd/asyncnd.h"
 #include "asyncnd/detail/backend.h"
@@ -24,6 +25,11 @@ using asyncnd::detail::cpu_limit_from;
 using asyncnd::detail::cpu_quota_from;
 using asyncnd_test::line_after;
 using asyncnd_test::run_child;
+
+// Children start without the thread counts a user may have set: ours and OpenBLAS's.
+const std::string kNoCounts =
+    "-u ASYNCND_BLAS_THREADS -u ASYNCND_CPU_WORKERS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS "
+    "-u OMP_NUM_THREADS";
 
 TEST_CASE("cpu limit: the quota from the cgroup files' texts", "[cpu-limit]") {
   // v2 cpu.max
@@ -110,10 +116,11 @@ TEST_CASE("cpu limit: one CPU in the affinity mask counts one, and sizes the thr
   REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
   int status = 0, status_env = 0;
   const std::string out =
-      run_child("-u ASYNCND_BLAS_THREADS -u ASYNCND_CPU_WORKERS", "cpu limit: report (child)",
+      run_child(kNoCounts, "cpu limit: report (child)",
                 &status);
   const std::string out_env =
-      run_child("ASYNCND_BLAS_THREADS=3 ASYNCND_CPU_WORKERS=2", "cpu limit: report (child)",
+      run_child(kNoCounts + " ASYNCND_BLAS_THREADS=3 ASYNCND_CPU_WORKERS=2",
+                "cpu limit: report (child)",
                 &status_env);
   ::sched_setaffinity(0, sizeof all, &all);
   INFO(out);
@@ -162,7 +169,7 @@ TEST_CASE("cpu limit: a cgroup's CPU quota counts, rounded up", "[cpu-limit]") {
     int status = 0;
     // The child moves itself into the group, then runs the test.
     const std::string out =
-        run_child("-u ASYNCND_BLAS_THREADS -u ASYNCND_CPU_WORKERS sh -c 'echo $$ > " + group +
+        run_child(kNoCounts + " sh -c 'echo $$ > " + group +
                       "/cgroup.procs && exec \"$0\" \"$@\"'",
                   "cpu limit: report (child)", &status);
     INFO(out);
@@ -178,5 +185,27 @@ TEST_CASE("cpu limit: a cgroup's CPU quota counts, rounded up", "[cpu-limit]") {
     CHECK(line_after(out, "cpus=") == std::to_string(expect));
     CHECK(line_after(out, "blas=") == std::to_string(expect));
     if (expect < std::min(online, affinity)) CHECK(line_after(out, "source=") == "cgroup");
+  }
+}
+
+TEST_CASE("cpu limit: a BLAS thread count set in OpenBLAS's own variables is kept", "[cpu-limit]") {
+  // OpenBLAS reads OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then OMP_NUM_THREADS, and ignores
+  // values that do not start with a positive number; ASYNCND_BLAS_THREADS comes before all three.
+  const std::string deflt = std::to_string(program_cpu_limit().cpus);
+  const std::pair<std::string, std::string> cases[] = {
+      {"OMP_NUM_THREADS=1", "1"},
+      {"OMP_NUM_THREADS=3,1", "3"},
+      {"GOTO_NUM_THREADS=2 OMP_NUM_THREADS=1", "2"},
+      {"OPENBLAS_NUM_THREADS=3 GOTO_NUM_THREADS=2 OMP_NUM_THREADS=1", "3"},
+      {"OPENBLAS_NUM_THREADS=0 OMP_NUM_THREADS=1", "1"},
+      {"OMP_NUM_THREADS=abc", deflt},
+      {"OMP_NUM_THREADS=1 ASYNCND_BLAS_THREADS=2", "2"},
+  };
+  for (const auto& c : cases) {
+    int status = 0;
+    const std::string out = run_child(kNoCounts + " " + c.first, "cpu limit: report (child)", &status);
+    INFO(c.first << "\n" << out);
+    REQUIRE(status == 0);
+    CHECK(line_after(out, "blas=") == c.second);
   }
 }

@@ -6,8 +6,9 @@
 // threads on N cores. So:
 //   - OpenBLAS gets every core this process may use: openblas_set_num_threads(
 //     program_cpu_limit().cpus: the online CPUs, narrowed by the affinity mask and a cgroup's CPU
-//     quota), or the value of the environment variable ASYNCND_BLAS_THREADS when it is set (read
-//     once, on first use).
+//     quota); or the value of the environment variable ASYNCND_BLAS_THREADS when it is set, else
+//     the count a user set in OpenBLAS's own OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
+//     OMP_NUM_THREADS (openblas_threads_in_env). Read once, on first use.
 //   - With more than one BLAS thread, GEMMs that OpenBLAS would split across threads run one at a
 //     time (gemm_mutex_); smaller ones (see kOpenblasSingleThreadMnk) skip the mutex and run
 //     concurrently, each on one thread.
@@ -58,11 +59,13 @@ namespace {
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
 
 int blas_threads_from_env() {
-  int threads = program_cpu_limit().cpus;
   if (const char* s = std::getenv("ASYNCND_BLAS_THREADS")) {
-    threads = static_cast<int>(parse_env_uint("ASYNCND_BLAS_THREADS", s, 1, 1024, "a count"));
+    return static_cast<int>(parse_env_uint("ASYNCND_BLAS_THREADS", s, 1, 1024, "a count"));
   }
-  return threads;
+  // A user who set OpenBLAS's own count (OMP_NUM_THREADS=1 from torchrun or a job script) gets it,
+  // as OpenBLAS would have given it had we not set one.
+  if (const int n = openblas_threads_in_env()) return n;
+  return program_cpu_limit().cpus;
 }
 
 #if ASYNCND_HAVE_OPENBLAS

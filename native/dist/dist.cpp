@@ -241,7 +241,9 @@ void share_cores_among_local_ranks() {
       n = detail::rank_cpu_share(mine, masks, limit.quota);
   }
   MPI_Comm_free(&node);
-  setenv("ASYNCND_BLAS_THREADS", std::to_string(n).c_str(), 0);
+  // A count the user gave OpenBLAS (OMP_NUM_THREADS=1, as torchrun sets) wins, as it does alone.
+  if (!asyncnd::detail::openblas_threads_in_env())
+    setenv("ASYNCND_BLAS_THREADS", std::to_string(n).c_str(), 0);
   setenv("ASYNCND_CPU_WORKERS", std::to_string(std::max(1, n - 1)).c_str(), 0);
 }
 

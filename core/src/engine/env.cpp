@@ -1,4 +1,5 @@
-// parse_env_uint: the one rule for the library's numeric environment variables.
+// parse_env_uint: the one rule for the library's numeric environment variables; and OpenBLAS's
+// thread-count variables, read its way.
 #include "asyncnd/detail/env.h"
 
 #include <cerrno>
@@ -22,6 +23,15 @@ std::uint64_t parse_env_uint(const char* name, const char* value, std::uint64_t 
                 " to " + std::to_string(hi) + ", got '" + value + "'");
   }
   return v;
+}
+
+int openblas_threads_in_env() {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* v = std::getenv(name);
+    const int n = v ? std::atoi(v) : 0;  // OpenBLAS's readenv_atoi: "4,2" (OpenMP's list) is 4
+    if (n > 0) return n;
+  }
+  return 0;
 }
 
 }  // namespace detail
