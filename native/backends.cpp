@@ -64,29 +64,43 @@ std::string cgroup_path(bool v2, const char* controller) {
   return {};
 }
 
-// The cgroup file of this process's group if present, else the hierarchy's root one (inside a
-// container the group's own files are mounted at the root). `controller`: v1's, for the path.
-bool read_cgroup(const std::string& root, const std::string& file, bool v2, const char* controller,
-                 std::string& out) {
-  const std::string p = cgroup_path(v2, controller);
-  if (!p.empty() && p != "/" && read_text(root + p + "/" + file, out)) return true;
-  return read_text(root + "/" + file, out);
+// This process's group directory under the hierarchy mounted at `root`, then its ancestors',
+// ending with `root` itself: a limit set on any of them applies (systemd sets CPUQuota= and
+// MemoryMax= on a slice above the process's own group). Inside a container the host's path does
+// not exist and the group's own files are mounted at the root, which comes last. `controller`:
+// v1's, for the path.
+std::vector<std::string> cgroup_dirs(const std::string& root, bool v2, const char* controller) {
+  std::vector<std::string> dirs;
+  for (std::string p = cgroup_path(v2, controller); !p.empty() && p != "/";
+       p = p.substr(0, p.rfind('/')))
+    dirs.push_back(root + p);
+  dirs.push_back(root);
+  return dirs;
 }
 
 }  // namespace
 
 }  // namespace detail
 
+// The smallest limit along the process's groups (v2 memory.max, v1 memory.limit_in_bytes), else
+// physical memory.
 MemoryLimit program_memory_limit() {
   std::uint64_t physical = 0;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0) physical = static_cast<std::uint64_t>(pages) * page;
-  std::string v2, v1;
-  const bool has_v2 = detail::read_cgroup("/sys/fs/cgroup", "memory.max", true, "", v2);
-  const bool has_v1 =
-      detail::read_cgroup("/sys/fs/cgroup/memory", "memory.limit_in_bytes", false, "memory", v1);
-  return detail::memory_limit_from(has_v2 ? v2.c_str() : nullptr, has_v1 ? v1.c_str() : nullptr,
-                                   physical);
+  MemoryLimit m = detail::memory_limit_from(nullptr, nullptr, physical);
+  std::string text;
+  auto narrow = [&](const MemoryLimit& l) {
+    if (l.source == BoundSource::kCgroup && (m.source != BoundSource::kCgroup || l.bytes < m.bytes))
+      m = l;
+  };
+  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup", true, ""))
+    if (detail::read_text(dir + "/memory.max", text))
+      narrow(detail::memory_limit_from(text.c_str(), nullptr, physical));
+  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup/memory", false, "memory"))
+    if (detail::read_text(dir + "/memory.limit_in_bytes", text))
+      narrow(detail::memory_limit_from(nullptr, text.c_str(), physical));
+  return m;
 }
 
 CpuLimit program_cpu_limit() {
@@ -102,17 +116,27 @@ CpuLimit program_cpu_limit() {
     CPU_FREE(set);
     if (!got && !too_small) break;
   }
-  std::string v2, quota, period;
-  const bool has_v2 = detail::read_cgroup("/sys/fs/cgroup", "cpu.max", true, "", v2);
-  bool has_v1 = false;
+  // The smallest quota along the process's groups (v2 cpu.max; v1 cpu.cfs_quota_us over
+  // cpu.cfs_period_us, where the v1 controller is mounted as cpu or cpu,cpuacct).
+  double q = 0;
+  auto narrow = [&q](double level) {
+    if (level > 0 && (q == 0 || level < q)) q = level;
+  };
+  std::string text, period;
+  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup", true, ""))
+    if (detail::read_text(dir + "/cpu.max", text))
+      narrow(detail::cpu_quota_from(text.c_str(), nullptr, nullptr));
   for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
-    has_v1 = detail::read_cgroup(root, "cpu.cfs_quota_us", false, "cpu", quota) &&
-             detail::read_cgroup(root, "cpu.cfs_period_us", false, "cpu", period);
-    if (has_v1) break;
+    bool any = false;
+    for (const std::string& dir : detail::cgroup_dirs(root, false, "cpu")) {
+      if (detail::read_text(dir + "/cpu.cfs_quota_us", text) &&
+          detail::read_text(dir + "/cpu.cfs_period_us", period)) {
+        any = true;
+        narrow(detail::cpu_quota_from(nullptr, text.c_str(), period.c_str()));
+      }
+    }
+    if (any) break;  // often the same hierarchy under two names
   }
-  const double q = detail::cpu_quota_from(has_v2 ? v2.c_str() : nullptr,
-                                          has_v1 ? quota.c_str() : nullptr,
-                                          has_v1 ? period.c_str() : nullptr);
   return detail::cpu_limit_from(static_cast<int>(std::thread::hardware_concurrency()), affinity, q);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -87,6 +88,9 @@ TEST_CASE("cpu limit: report (child)", "[.][cpu-limit-child]") {
               l.affinity, l.quota, l.source);
   std::printf("workers=%d\nblas=%d\n", asyncnd::engine().num_workers(),
               asyncnd::detail::cpu_blas_threads());
+  const asyncnd::MemoryLimit m = asyncnd::program_memory_limit();
+  std::printf("memory=%llu\nmemory_source=%s\n", static_cast<unsigned long long>(m.bytes),
+              asyncnd::bound_source_name(m.source));
 }
 
 TEST_CASE("cpu limit: this process", "[cpu-limit]") {
@@ -139,53 +143,128 @@ TEST_CASE("cpu limit: one CPU in the affinity mask counts one, and sizes the thr
   CHECK(line_after(out_env, "blas=") == "3");
 }
 
-TEST_CASE("cpu limit: a cgroup's CPU quota counts, rounded up", "[cpu-limit]") {
+namespace {
+
+// A cgroup v1 group made for a test, under a writable controller's mount, with a group inside it;
+// removed (inner first) when the test ends. valid() is false where that cannot be done here.
+class TestGroup {
+ public:
+  TestGroup(const std::string& root, const char* probe) {
+    if (::access((root + "/" + probe).c_str(), R_OK) != 0 || ::access(root.c_str(), W_OK) != 0) {
+      why_ = "no writable cgroup v1 controller at " + root;
+      return;
+    }
+    outer_ = root + "/asyncnd-test-" + std::to_string(::getpid());
+    inner_ = outer_ + "/inner";
+    if (::mkdir(outer_.c_str(), 0755) != 0 || ::mkdir(inner_.c_str(), 0755) != 0) {
+      why_ = "cannot make " + inner_;
+      return;
+    }
+    made_ = true;
+  }
+  ~TestGroup() {
+    ::rmdir(inner_.c_str());  // after the children have exited: the groups are empty
+    ::rmdir(outer_.c_str());
+  }
+  bool valid() const { return made_; }
+  const std::string& why() const { return why_; }
+  const std::string& outer() const { return outer_; }
+  const std::string& inner() const { return inner_; }
+  // Writes a group's file; false where the kernel refuses the value.
+  static bool write(const std::string& file, const std::string& value) {
+    std::ofstream f(file);
+    f << value << "\n";
+    f.close();
+    return f.good();
+  }
+  // The report child, run inside `dir` (it moves itself there first); "" where it cannot join.
+  static std::string report_in(const std::string& dir, int* status) {
+    const std::string out = run_child(
+        kNoCounts + " sh -c 'echo $$ > " + dir + "/cgroup.procs && exec \"$0\" \"$@\"'",
+        "cpu limit: report (child)", status);
+    return *status != 0 && out.find("cgroup.procs") != std::string::npos ? "" : out;
+  }
+
+ private:
+  std::string outer_, inner_, why_;
+  bool made_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("cpu limit: a cgroup's CPU quota counts, rounded up, its ancestors' too",
+          "[cpu-limit]") {
   // Only where this test may make a cgroup: cgroup v1's cpu controller mounted writable (root in
   // a container or VM such as ours). Elsewhere the parser cases above stand for it.
-  const std::string root = "/sys/fs/cgroup/cpu";
-  std::ifstream period_file(root + "/cpu.cfs_period_us");
-  if (!period_file || ::access(root.c_str(), W_OK) != 0) {
-    SUCCEED("SKIPPED: no writable cgroup v1 cpu controller at " + root);
+  TestGroup g("/sys/fs/cgroup/cpu", "cpu.cfs_period_us");
+  if (!g.valid()) {
+    SUCCEED("SKIPPED: " + g.why());
     return;
   }
-  const std::string group = root + "/asyncnd-test-" + std::to_string(::getpid());
-  if (::mkdir(group.c_str(), 0755) != 0) {
-    SUCCEED("SKIPPED: cannot make " + group);
-    return;
-  }
-  struct Remove {
-    std::string path;
-    ~Remove() { ::rmdir(path.c_str()); }  // after the child has exited: the group is empty
-  } remove{group};
-  std::ofstream(group + "/cpu.cfs_period_us") << "100000\n";
-  for (const auto& c : {std::make_pair("50000", "0.5"), std::make_pair("150000", "1.5")}) {
-    std::ofstream quota(group + "/cpu.cfs_quota_us");
-    quota << c.first << "\n";
-    quota.close();
-    if (!quota.good()) {  // e.g. above a quota the parent group has
-      SUCCEED("SKIPPED: the kernel refused a quota of " + std::string(c.first) + " us");
+  const int online = static_cast<int>(std::thread::hardware_concurrency());
+  struct Case {
+    const char* outer_quota;  // us in 100 000
+    const char* inner_quota;
+    bool in_inner;            // the child joins the inner group, else the outer one
+    const char* quota;        // what the child reports
+    int cpus;                 // before the affinity mask and the online CPUs
+  };
+  const Case cases[] = {
+      {"50000", "-1", false, "0.5", 1},
+      {"150000", "-1", false, "1.5", 2},
+      {"50000", "-1", true, "0.5", 1},      // the ancestor's quota
+      {"150000", "50000", true, "0.5", 1},  // the smaller of the two
+  };
+  for (const Case& c : cases) {
+    INFO("outer " << c.outer_quota << ", inner " << c.inner_quota << ", child in the "
+                  << (c.in_inner ? "inner" : "outer") << " group");
+    // Inner first when lowering, outer first when raising: the kernel keeps a child's quota at
+    // most its parent's.
+    TestGroup::write(g.inner() + "/cpu.cfs_quota_us", "-1");
+    if (!TestGroup::write(g.outer() + "/cpu.cfs_quota_us", c.outer_quota) ||
+        !TestGroup::write(g.inner() + "/cpu.cfs_quota_us", c.inner_quota)) {
+      SUCCEED("SKIPPED: the kernel refused these quotas");
       return;
     }
     int status = 0;
-    // The child moves itself into the group, then runs the test.
-    const std::string out =
-        run_child(kNoCounts + " sh -c 'echo $$ > " + group +
-                      "/cgroup.procs && exec \"$0\" \"$@\"'",
-                  "cpu limit: report (child)", &status);
-    INFO(out);
-    if (status != 0 && out.find("cgroup.procs") != std::string::npos) {
-      SUCCEED("SKIPPED: the child could not join " + group);
+    const std::string out = TestGroup::report_in(c.in_inner ? g.inner() : g.outer(), &status);
+    if (out.empty()) {
+      SUCCEED("SKIPPED: the child could not join the test's group");
       return;
     }
+    INFO(out);
     REQUIRE(status == 0);
-    CHECK(line_after(out, "quota=") == c.second);
-    const int online = static_cast<int>(std::thread::hardware_concurrency());
+    CHECK(line_after(out, "quota=") == c.quota);
     const int affinity = std::stoi(line_after(out, "affinity="));
-    const int expect = std::min({online, affinity, c.first == std::string("50000") ? 1 : 2});
+    const int expect = std::min({online, affinity, c.cpus});
     CHECK(line_after(out, "cpus=") == std::to_string(expect));
     CHECK(line_after(out, "blas=") == std::to_string(expect));
     if (expect < std::min(online, affinity)) CHECK(line_after(out, "source=") == "cgroup");
   }
+}
+
+TEST_CASE("cpu limit: the memory limit of a cgroup's ancestor counts too", "[cpu-limit]") {
+  TestGroup g("/sys/fs/cgroup/memory", "memory.limit_in_bytes");
+  if (!g.valid()) {
+    SUCCEED("SKIPPED: " + g.why());
+    return;
+  }
+  // 1 GiB on the outer group only (the child needs far less), the child in the inner one.
+  const std::uint64_t limit = 1ull << 30;
+  if (!TestGroup::write(g.outer() + "/memory.limit_in_bytes", std::to_string(limit))) {
+    SUCCEED("SKIPPED: the kernel refused a memory limit");
+    return;
+  }
+  int status = 0;
+  const std::string out = TestGroup::report_in(g.inner(), &status);
+  if (out.empty()) {
+    SUCCEED("SKIPPED: the child could not join the test's group");
+    return;
+  }
+  INFO(out);
+  REQUIRE(status == 0);
+  CHECK(line_after(out, "memory=") == std::to_string(limit));
+  CHECK(line_after(out, "memory_source=") == "cgroup");
 }
 
 TEST_CASE("cpu limit: a BLAS thread count set in OpenBLAS's own variables is kept", "[cpu-limit]") {

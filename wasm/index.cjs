@@ -42,11 +42,12 @@ function numArg(op, what, v) {
 
 const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
 
-// Node on Linux: the cgroup's CPU quota in CPUs (v2 cpu.max "<quota> <period>", v1
-// cpu.cfs_quota_us / cpu.cfs_period_us; the process's own group, else the hierarchy's root), or 0
-// for none. Node 20's os.availableParallelism() counts the affinity mask but not a quota (libuv
-// reads it from 1.49 on), so a container started with --cpus=2 on a 64-core host would start 63
-// workers. The same reading as the native library's program_cpu_limit() (native/backends.cpp).
+// Node on Linux: the cgroups' CPU quota in CPUs (v2 cpu.max "<quota> <period>", v1
+// cpu.cfs_quota_us / cpu.cfs_period_us), the smallest along the process's group and its ancestors
+// (ending at the hierarchy's root, where a container's own files sit), or 0 for none. Node 20's
+// os.availableParallelism() counts the affinity mask but not a quota (libuv reads one from 1.49
+// on), so a container started with --cpus=2 on a 64-core host would start 63 workers. The same
+// reading as the native library's program_cpu_limit() (native/backends.cpp).
 function cgroupCpuQuota() {
   const fs = require('fs');
   const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return null; } };
@@ -59,25 +60,35 @@ function cgroupCpuQuota() {
     }
     return null;
   };
-  const own = (root, group, file) =>
-    (group && group !== '/' ? read(`${root}${group}/${file}`) : null) ?? read(`${root}/${file}`);
+  const dirs = (root, group) => {
+    const out = [];
+    for (let p = group || '/'; p !== '' && p !== '/'; p = p.slice(0, p.lastIndexOf('/'))) out.push(root + p);
+    return [...out, root];
+  };
+  let quota = 0;
+  const narrow = (q) => { if (q > 0 && (quota === 0 || q < quota)) quota = q; };
   const count = (t) => (t !== null && /^\d+\s*$/.test(t) ? Number(t) : -1);
-  const v2 = own('/sys/fs/cgroup', groupOf((id, c) => id === '0' && c.join('') === ''), 'cpu.max');
-  const m = v2 === null ? null : /^(max|\d+) (\d+)\s*$/.exec(v2);
-  if (m) return m[1] === 'max' || Number(m[2]) === 0 ? 0 : Number(m[1]) / Number(m[2]);
+  for (const dir of dirs('/sys/fs/cgroup', groupOf((id, c) => id === '0' && c.join('') === ''))) {
+    const m = /^(\d+) (\d+)\s*$/.exec(read(`${dir}/cpu.max`) || '');  // "max ..." is no quota
+    if (m && Number(m[2]) > 0) narrow(Number(m[1]) / Number(m[2]));
+  }
   const v1 = groupOf((id, c) => c.includes('cpu'));
   for (const root of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct']) {
-    const quota = count(own(root, v1, 'cpu.cfs_quota_us'));
-    const period = count(own(root, v1, 'cpu.cfs_period_us'));
-    if (period > 0) return quota > 0 ? quota / period : 0;
+    let any = false;
+    for (const dir of dirs(root, v1)) {
+      const q = count(read(`${dir}/cpu.cfs_quota_us`)), period = count(read(`${dir}/cpu.cfs_period_us`));
+      if (period > 0) any = true;
+      if (q > 0 && period > 0) narrow(q / period);
+    }
+    if (any) break;  // often the same hierarchy under two names
   }
-  return 0;
+  return quota;
 }
 
 // The CPUs this program may use, as the default thread count sees them: { cpus, online,
 // affinity, quota, source }, as the native library's program_cpu_limit() (engine.h). In Node the
 // online CPUs (os.cpus()), narrowed by the affinity mask (os.availableParallelism() counts it) and,
-// on Linux, by the cgroup's CPU quota rounded up; in a browser navigator.hardwareConcurrency.
+// on Linux, by the cgroups' CPU quota rounded up; in a browser navigator.hardwareConcurrency.
 function cpuLimit() {
   let online = 2, affinity = 0, quota = 0;
   if (isNode) {

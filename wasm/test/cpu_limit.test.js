@@ -36,7 +36,7 @@ test('under taskset with one CPU: cpus 1, from the affinity mask', (t) => {
   assert.deepEqual([l.cpus, l.affinity, l.source], [1, 1, 'affinity']);
 });
 
-test('in a cgroup with a CPU quota: the quota counts, rounded up', (t) => {
+test('in a cgroup with a CPU quota, or inside one: the quota counts, rounded up', (t) => {
   // Only where this test may make a cgroup: cgroup v1's cpu controller mounted writable (root in
   // a container or VM such as ours). The native tests read the same files the same way.
   const root = '/sys/fs/cgroup/cpu';
@@ -47,31 +47,36 @@ test('in a cgroup with a CPU quota: the quota counts, rounded up', (t) => {
     return t.skip(`no writable cgroup v1 cpu controller at ${root}`);
   }
   const group = path.join(root, `asyncnd-node-test-${process.pid}`);
+  const inner = path.join(group, 'inner');
   try {
     fs.mkdirSync(group);
+    fs.mkdirSync(inner);
   } catch (e) {
-    return t.skip(`cannot make ${group}: ${e.message}`);
+    return t.skip(`cannot make ${inner}: ${e.message}`);
   }
   try {
     fs.writeFileSync(path.join(group, 'cpu.cfs_period_us'), '100000\n');
-    for (const [quota, cpus] of [[50000, 1], [150000, 2]]) {
+    // [outer quota, the child in the inner group (no quota of its own)?, expected CPUs]
+    for (const [quota, inInner, cpus] of [[50000, false, 1], [150000, false, 2], [50000, true, 1]]) {
       try {
         fs.writeFileSync(path.join(group, 'cpu.cfs_quota_us'), `${quota}\n`);
       } catch (e) {
         return t.skip(`the kernel refused a quota of ${quota} us: ${e.message}`);
       }
       // The child moves itself into the group, then runs node.
-      const r = spawnSync('sh', ['-c', `echo $$ > ${group}/cgroup.procs && exec "$0" -e '${report}'`,
+      const dir = inInner ? inner : group;
+      const r = spawnSync('sh', ['-c', `echo $$ > ${dir}/cgroup.procs && exec "$0" -e '${report}'`,
         process.execPath], { encoding: 'utf8' });
-      if (r.status !== 0 && /cgroup\.procs/.test(r.stderr)) return t.skip(`the child could not join ${group}`);
+      if (r.status !== 0 && /cgroup\.procs/.test(r.stderr)) return t.skip(`the child could not join ${dir}`);
       assert.equal(r.status, 0, r.stderr);
       const l = JSON.parse(r.stdout);
-      assert.equal(l.quota, quota / 100000);
+      assert.equal(l.quota, quota / 100000, `${dir}: ${r.stdout}`);
       const expect = Math.min(l.online, l.affinity || l.online, cpus);
       assert.equal(l.cpus, expect, r.stdout);
       if (expect < Math.min(l.online, l.affinity || l.online)) assert.equal(l.source, 'cgroup');
     }
   } finally {
+    fs.rmdirSync(inner);
     fs.rmdirSync(group);
   }
 });

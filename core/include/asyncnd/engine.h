@@ -100,8 +100,9 @@ struct MemoryLimit {
   BoundSource source = BoundSource::kNone;  // kCgroup, kPhysical or kWasmHeap
 };
 
-// The memory this program may use: natively the cgroup's limit when one is set and below physical
-// memory ("max", or v1's near-2^63 "unlimited", is no limit), else physical memory; in
+// The memory this program may use: natively the smallest cgroup limit (v2 memory.max, v1
+// memory.limit_in_bytes) of the process's group and its ancestors when one is set and below
+// physical memory ("max", or v1's near-2^63 "unlimited", is no limit), else physical memory; in
 // WebAssembly the module's maximum heap (2 GiB). Reads /proc and /sys once per call; never throws
 // (bytes = 0 when nothing can be read).
 MemoryLimit program_memory_limit();
@@ -113,15 +114,16 @@ struct CpuLimit {
   int online = 0;    // the machine's online CPUs (std::thread::hardware_concurrency)
   int affinity = 0;  // CPUs in this process's affinity mask (taskset, a cpuset, mpirun's binding);
                      // 0 = unknown
-  double quota = 0;  // the cgroup's CPU quota, in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us over
-                     // cpu.cfs_period_us); counted rounded up; 0 = none
+  double quota = 0;  // the cgroups' CPU quota, in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us over
+                     // cpu.cfs_period_us; the smallest along the process's group and its
+                     // ancestors); counted rounded up; 0 = none
   const char* source = "online";  // which of the three decided: "online", "affinity" or "cgroup"
 };
 
 // The CPUs this program may use: natively the online CPUs, narrowed by the affinity mask and by
-// the cgroup's CPU quota (rounded up: a quota of 1.5 CPUs counts 2) where those are narrower. A
-// container limited to 2 CPUs on a 64-core host, or a process under `taskset -c 0,1`, counts 2,
-// not 64. In WebAssembly the online count alone (navigator.hardwareConcurrency, or Node's).
+// the smallest cgroup CPU quota of the process's group and its ancestors (rounded up: a quota of
+// 1.5 CPUs counts 2) where those are narrower. A container limited to 2 CPUs on a 64-core host,
+// or a process under `taskset -c 0,1`, counts 2, not 64. In WebAssembly the online count alone (navigator.hardwareConcurrency, or Node's).
 // Reads /proc and /sys at each call (engines and backends call it once, when they start); never
 // throws. ASYNCND_CPU_WORKERS and ASYNCND_BLAS_THREADS still replace what is derived from it.
 CpuLimit program_cpu_limit();
