@@ -126,17 +126,12 @@ CpuLimit program_cpu_limit() {
   for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup", true, ""))
     if (detail::read_text(dir + "/cpu.max", text))
       narrow(detail::cpu_quota_from(text.c_str(), nullptr, nullptr));
-  for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
-    bool any = false;
-    for (const std::string& dir : detail::cgroup_dirs(root, false, "cpu")) {
+  // Often one hierarchy under both names: reading it twice leaves the smallest as it is.
+  for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
+    for (const std::string& dir : detail::cgroup_dirs(root, false, "cpu"))
       if (detail::read_text(dir + "/cpu.cfs_quota_us", text) &&
-          detail::read_text(dir + "/cpu.cfs_period_us", period)) {
-        any = true;
+          detail::read_text(dir + "/cpu.cfs_period_us", period))
         narrow(detail::cpu_quota_from(nullptr, text.c_str(), period.c_str()));
-      }
-    }
-    if (any) break;  // often the same hierarchy under two names
-  }
   return detail::cpu_limit_from(static_cast<int>(std::thread::hardware_concurrency()), affinity, q);
 }
 

@@ -73,14 +73,12 @@ function cgroupCpuQuota() {
     if (m && Number(m[2]) > 0) narrow(Number(m[1]) / Number(m[2]));
   }
   const v1 = groupOf((id, c) => c.includes('cpu'));
+  // Often one hierarchy under both names: reading it twice leaves the smallest as it is.
   for (const root of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct']) {
-    let any = false;
     for (const dir of dirs(root, v1)) {
       const q = count(read(`${dir}/cpu.cfs_quota_us`)), period = count(read(`${dir}/cpu.cfs_period_us`));
-      if (period > 0) any = true;
       if (q > 0 && period > 0) narrow(q / period);
     }
-    if (any) break;  // often the same hierarchy under two names
   }
   return quota;
 }
