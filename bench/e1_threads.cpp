@@ -11,14 +11,14 @@
 // (c) OpenBLAS's threads polling for work after a GEMM, taking cores from the ops that follow.
 // This program gathers what tells them apart, in one run of a few seconds:
 //   1. E1 synchronous and on the engine with 1, 2, 4, ... CPU workers, the default number (one
-//      per hardware thread but one) and one per hardware thread (configure_engine), medians of
+//      per usable CPU but one) and one per usable CPU (configure_engine), medians of
 //      five, and the first run of each on the workers just started (candidate a);
 //   2. one profiled run of each loop with the default workers: the mean time of a dot and of a
 //      random_normal, and how many other ops ran beside the dots on average (a dot that takes
 //      longer on the engine than in the synchronous loop, with ops beside it: candidate b);
 //   3. a random_normal alone and right after a GEMM (candidate c);
 //   4. E1 in child processes with one setting changed: fewer BLAS threads (ASYNCND_BLAS_THREADS,
-//      half the hardware threads and 1) and OpenBLAS's polling cut short
+//      half the usable CPUs and 1) and OpenBLAS's polling cut short
 //      (OPENBLAS_THREAD_TIMEOUT=4), each where the user has not set it.
 // With out.json it writes the figures there (flat keys, "e1t_..."), and the engine run's trace
 // beside it (e1_threads_trace.json, for Perfetto). tools/gpu-check.sh runs it on the GPU machine,
@@ -34,7 +34,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,7 +174,11 @@ int main(int argc, char** argv) {
   // Read before the CPU backend starts: it sets OPENBLAS_THREAD_TIMEOUT where the user did not.
   const bool user_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr;
   try {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    // The CPUs this process may use (the affinity mask and a cgroup CPU quota narrow the online
+    // ones), as the engine's and BLAS's defaults count them: in a container limited to a few CPUs
+    // of a big host, a worker per online CPU would only measure oversubscription.
+    const CpuLimit limit = program_cpu_limit();
+    const int cores = limit.cpus;
     const int deflt = engine().num_workers(Device::cpu());  // as configured by the environment
     if (child) {  // four lines per worker count for the parent: the default, and 1
       for (int w : {deflt, 1}) {
@@ -190,13 +193,15 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    std::printf("bench_e1_threads: %s, %d hardware threads, BLAS %s with %d threads%s, %d CPU "
+    std::printf("bench_e1_threads: %s, %s, BLAS %s with %d threads%s, %d CPU "
                 "workers by default, taking %s\n",
-                asyncnd_bench::cpu_model().c_str(), cores, detail::cpu_blas_corename().c_str(),
+                asyncnd_bench::cpu_model().c_str(), asyncnd_bench::cores_text().c_str(),
+                detail::cpu_blas_corename().c_str(),
                 detail::cpu_blas_threads(),
                 std::getenv("ASYNCND_BLAS_THREADS") ? " (ASYNCND_BLAS_THREADS)" : "", deflt,
                 pacing_name(engine().pacing()));
-    record("e1t_hardware_threads", cores);
+    record("e1t_hardware_threads", limit.online);
+    record("e1t_cpus_usable", cores);
     record("e1t_blas_threads", detail::cpu_blas_threads());
     record("e1t_default_workers", deflt);
 
@@ -204,7 +209,7 @@ int main(int argc, char** argv) {
     std::vector<int> counts;
     for (int w = 1; w < deflt; w *= 2) counts.push_back(w);
     counts.push_back(deflt);
-    if (cores > deflt) counts.push_back(cores);  // a worker per hardware thread, frontend beside
+    if (cores > deflt) counts.push_back(cores);  // a worker per usable CPU, frontend beside
     std::printf("\nE1, medians of %d, and the first run on fresh workers (s):\n  %-8s %10s %10s "
                 "%14s %12s %12s\n",
                 kReps, "workers", "sync", "engine", "engine/sync", "first sync", "first engine");
