@@ -5,6 +5,7 @@
 #include <asyncnd/detail/backend.h>  // detail::memory_limit_from
 #include <asyncnd/engine.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -570,48 +571,70 @@ TEST_CASE("a long run of short ops: the idle worker has it split, and both run i
   // our VMs, at every timer tick) has its run taken over whole, which moves the run but does not
   // overlap it.
   constexpr int kOps = 10000;
-  EngineOptions o{EngineKind::kThreaded, 2};
-  o.cpu_pacing = Pacing::kRuns;
-  Engine eng(o);
-  // Gates that spin (a sleeping one may wake a millisecond late on a busy machine).
-  std::atomic<bool> open1{false}, open2{false}, out2{false};
-  Var g1 = eng.new_var(), g2 = eng.new_var();
-  eng.push([&] { while (!open1.load()) std::this_thread::yield(); }, {}, {g1});
-  eng.push(
-      [&] {
-        while (!open2.load()) std::this_thread::yield();
-        out2 = true;
-      },
-      {}, {g2});
-  sleep_ms(20);  // each worker is inside a gate
-  // An op that starts while another runs counts as overlapped.
-  std::atomic<int> running{0}, overlapped{0}, ran{0};
-  std::promise<void> all_ran;
-  std::vector<Var> vars;
-  for (int i = 0; i < kOps; ++i) vars.push_back(eng.new_var());
-  for (int i = 0; i < kOps; ++i) {
+  // One attempt on a fresh engine. Each op takes a ticket as it starts and notes its thread
+  // there; what counts is how often consecutive tickets went to different threads. Two workers
+  // that run the ops side by side alternate thousands of times. A worker that took the rest of
+  // a run over (without a split) switches once, however long it runs: so a first version, which
+  // counted the ops that started while another was running, was fooled when the VM took a
+  // worker's core in the middle of an op for milliseconds, and the other ran thousands of ops
+  // "beside" it.
+  auto switches = [] {
+    EngineOptions o{EngineKind::kThreaded, 2};
+    o.cpu_pacing = Pacing::kRuns;
+    Engine eng(o);
+    // Gates that spin (a sleeping one may wake a millisecond late on a busy machine).
+    std::atomic<bool> open1{false}, open2{false}, out2{false};
+    Var g1 = eng.new_var(), g2 = eng.new_var();
+    eng.push([&] { while (!open1.load()) std::this_thread::yield(); }, {}, {g1});
     eng.push(
         [&] {
-          if (running.fetch_add(1) > 0) ++overlapped;
-          const auto t0 = clk::now();
-          while (clk::now() - t0 < std::chrono::microseconds(1)) {
-          }
-          running.fetch_sub(1);
-          if (++ran == kOps) all_ran.set_value();
+          while (!open2.load()) std::this_thread::yield();
+          out2 = true;
         },
-        {}, {vars[static_cast<std::size_t>(i)]});
+        {}, {g2});
+    sleep_ms(20);  // each worker is inside a gate
+    std::atomic<int> ticket{0}, ran{0};
+    std::vector<std::thread::id> who(kOps);  // each element written by one op only
+    std::promise<void> all_ran;
+    std::vector<Var> vars;
+    for (int i = 0; i < kOps; ++i) vars.push_back(eng.new_var());
+    for (int i = 0; i < kOps; ++i) {
+      eng.push(
+          [&] {
+            who[static_cast<std::size_t>(ticket.fetch_add(1))] = std::this_thread::get_id();
+            const auto t0 = clk::now();
+            while (clk::now() - t0 < std::chrono::microseconds(1)) {
+            }
+            if (++ran == kOps) all_ran.set_value();
+          },
+          {}, {vars[static_cast<std::size_t>(i)]});
+    }
+    open2 = true;
+    while (!out2.load()) std::this_thread::yield();
+    open1 = true;
+    // Asleep until the last op, not in waitall (which spins first) nor polling: on 2 cores, this
+    // thread would take a worker's core now and then.
+    REQUIRE(all_ran.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+    eng.waitall();
+    int n = 0;
+    for (std::size_t i = 1; i < who.size(); ++i) n += who[i] != who[i - 1] ? 1 : 0;
+    return n;
+  };
+  // On our 2 vCPUs, in 2026-11: with the split, 1629-9660 changes per attempt (34 attempts),
+  // but 3 first attempts of 10 processes had 3 (no split at all, as a worker may not get its
+  // core back in time: the process's first split came only after 1500-4000 ops where later
+  // ones came after 40-60); without it (kSplitLooks made huge), 1-14 in 30 attempts. So up to
+  // three attempts, and the best counts: without the split every attempt stays far below.
+  std::string attempts;
+  int best = 0;
+  for (int attempt = 0; attempt < 3 && best < kOps / 10; ++attempt) {
+    const int n = switches();
+    best = std::max(best, n);
+    attempts += (attempts.empty() ? "" : ", ") + std::to_string(n);
   }
-  open2 = true;
-  while (!out2.load()) std::this_thread::yield();
-  open1 = true;
-  // Asleep until the last op, not in waitall (which spins first) nor polling: on 2 cores, this
-  // thread would take a worker's core now and then.
-  REQUIRE(all_ran.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
-  eng.waitall();
-  // On our 2 vCPUs, in 2026-11: with the split, 4001-8736 ops overlapped in 5 runs (1763-2422
-  // under ThreadSanitizer); without it, 1-114 in 8 (5-8).
-  INFO(overlapped.load() << " of " << kOps << " ops started while another ran");
-  CHECK(overlapped.load() >= kOps / 10);
+  INFO("of " << kOps << " ops in start order, a change of thread from one to the next, per "
+       "attempt: " << attempts);
+  CHECK(best >= kOps / 10);
 }
 
 TEST_CASE("runs under load: splits, takeovers and priority ops keep every dependency",
