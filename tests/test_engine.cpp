@@ -579,11 +579,16 @@ TEST_CASE("a long run of short ops: the idle worker has it split, and both run i
   // worker's core in the middle of an op for milliseconds, and the other ran thousands of ops
   // "beside" it.
   auto switches = [] {
+    // What the ops use is made before the engine, so that it outlives them even where a failed
+    // REQUIRE leaves ops queued for the engine's destructor.
+    // Gates that spin (a sleeping one may wake a millisecond late on a busy machine).
+    std::atomic<bool> open1{false}, open2{false}, out2{false};
+    std::atomic<int> ticket{0}, ran{0};
+    std::vector<std::thread::id> who(kOps);  // each element written by one op only
+    std::promise<void> all_ran;
     EngineOptions o{EngineKind::kThreaded, 2};
     o.cpu_pacing = Pacing::kRuns;
     Engine eng(o);
-    // Gates that spin (a sleeping one may wake a millisecond late on a busy machine).
-    std::atomic<bool> open1{false}, open2{false}, out2{false};
     Var g1 = eng.new_var(), g2 = eng.new_var();
     eng.push([&] { while (!open1.load()) std::this_thread::yield(); }, {}, {g1});
     eng.push(
@@ -593,9 +598,6 @@ TEST_CASE("a long run of short ops: the idle worker has it split, and both run i
         },
         {}, {g2});
     sleep_ms(20);  // each worker is inside a gate
-    std::atomic<int> ticket{0}, ran{0};
-    std::vector<std::thread::id> who(kOps);  // each element written by one op only
-    std::promise<void> all_ran;
     std::vector<Var> vars;
     for (int i = 0; i < kOps; ++i) vars.push_back(eng.new_var());
     for (int i = 0; i < kOps; ++i) {
