@@ -77,9 +77,9 @@ inline std::string cpu_model() {
 }
 
 // "N cores", or "N cores, M usable (affinity mask)" / "(cgroup CPU quota Q)" where the affinity
-// mask or a cgroup's CPU quota narrows them: what the engine's defaults count (program_cpu_limit).
-inline std::string cores_text() {
-  const asyncnd::CpuLimit l = asyncnd::program_cpu_limit();
+// mask or a cgroup's CPU quota narrows them: what the engine's defaults count (program_cpu_limit;
+// pass it where the caller has read it already).
+inline std::string cores_text(const asyncnd::CpuLimit& l = asyncnd::program_cpu_limit()) {
   std::string s = std::to_string(l.online) + " cores";
   if (l.cpus == l.online) return s;
   char why[64];

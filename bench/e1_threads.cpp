@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     }
     std::printf("bench_e1_threads: %s, %s, BLAS %s with %d threads%s, %d CPU "
                 "workers by default, taking %s\n",
-                asyncnd_bench::cpu_model().c_str(), asyncnd_bench::cores_text().c_str(),
+                asyncnd_bench::cpu_model().c_str(), asyncnd_bench::cores_text(limit).c_str(),
                 detail::cpu_blas_corename().c_str(),
                 detail::cpu_blas_threads(),
                 std::getenv("ASYNCND_BLAS_THREADS") ? " (ASYNCND_BLAS_THREADS)" : "", deflt,
