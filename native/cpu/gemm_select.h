@@ -65,7 +65,8 @@ struct GemmSelection {
 
 // The whole choice, as the backend makes it when it starts: `choice` from ASYNCND_GEMM,
 // `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU,
-// `blas_threads` the GEMM's thread count (ASYNCND_BLAS_THREADS, else every hardware thread).
+// `blas_threads` the GEMM's thread count (cpu_backend.cpp's BLAS thread policy:
+// ASYNCND_BLAS_THREADS, else OpenBLAS's own variables, else program_cpu_limit().cpus).
 // - portable: core's GEMM. avx512, avx2: ours, or an asyncnd::Error when the CPU lacks AVX-512
 //   (AVX2 with FMA) or the GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
 // - auto, on a CPU with AVX-512: our AVX-512 GEMM once its self-test passes, unless OpenBLAS's

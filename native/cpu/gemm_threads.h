@@ -24,8 +24,8 @@ namespace detail {
 class GemmThreads {
  public:
   // The process's pool, made on first use with `threads` threads (later values are ignored):
-  // the CPU backend makes it with its BLAS thread count (ASYNCND_BLAS_THREADS, else every
-  // hardware thread) before its first GEMM; 0 means every hardware thread.
+  // the CPU backend makes it with its BLAS thread count (cpu_backend.cpp's policy) before its
+  // first GEMM; 0 means every CPU this process may use (program_cpu_limit().cpus).
   static GemmThreads& instance(int threads = 0);
 
   explicit GemmThreads(int threads);
