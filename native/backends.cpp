@@ -47,35 +47,20 @@ bool read_text(const std::string& path, std::string& out) {
   return true;
 }
 
-// This process's cgroup path for a v2 hierarchy ("0::/path") or a v1 controller's
-// ("N:...memory...:/path" for "memory"), from /proc/self/cgroup; empty when not listed.
-std::string cgroup_path(bool v2, const char* controller) {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(f, line)) {
-    const auto a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1);
-    const bool match = v2 ? line.compare(0, a, "0") == 0 && controllers.empty()
-                          : (',' + controllers + ',').find(std::string(",") + controller + ",") !=
-                                std::string::npos;
-    if (match) return line.substr(b + 1);
+// The directories of this process's cgroup and its ancestors, for the v2 hierarchy and for
+// v1's `v1_controller`, wherever they are mounted (detail::cgroup_dirs_from); empty where the
+// kernel's files cannot be read.
+struct GroupDirs {
+  std::vector<std::string> v2, v1;
+};
+GroupDirs cgroup_dirs(const char* v1_controller) {
+  GroupDirs d;
+  std::string mountinfo, groups;
+  if (read_text("/proc/self/mountinfo", mountinfo) && read_text("/proc/self/cgroup", groups)) {
+    d.v2 = detail::cgroup_dirs_from(mountinfo, groups, nullptr);
+    d.v1 = detail::cgroup_dirs_from(mountinfo, groups, v1_controller);
   }
-  return {};
-}
-
-// This process's group directory under the hierarchy mounted at `root`, then its ancestors',
-// ending with `root` itself: a limit set on any of them applies (systemd sets CPUQuota= and
-// MemoryMax= on a slice above the process's own group). Inside a container the host's path does
-// not exist and the group's own files are mounted at the root, which comes last. `controller`:
-// v1's, for the path.
-std::vector<std::string> cgroup_dirs(const std::string& root, bool v2, const char* controller) {
-  std::vector<std::string> dirs;
-  for (std::string p = cgroup_path(v2, controller); !p.empty() && p != "/";
-       p = p.substr(0, p.rfind('/')))
-    dirs.push_back(root + p);
-  dirs.push_back(root);
-  return dirs;
+  return d;
 }
 
 }  // namespace
@@ -94,10 +79,11 @@ MemoryLimit program_memory_limit() {
     if (l.source == BoundSource::kCgroup && (m.source != BoundSource::kCgroup || l.bytes < m.bytes))
       m = l;
   };
-  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup", true, ""))
+  const detail::GroupDirs groups = detail::cgroup_dirs("memory");
+  for (const std::string& dir : groups.v2)
     if (detail::read_text(dir + "/memory.max", text))
       narrow(detail::memory_limit_from(text.c_str(), nullptr, physical));
-  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup/memory", false, "memory"))
+  for (const std::string& dir : groups.v1)
     if (detail::read_text(dir + "/memory.limit_in_bytes", text))
       narrow(detail::memory_limit_from(nullptr, text.c_str(), physical));
   return m;
@@ -117,21 +103,20 @@ CpuLimit program_cpu_limit() {
     if (!got && !too_small) break;
   }
   // The smallest quota along the process's groups (v2 cpu.max; v1 cpu.cfs_quota_us over
-  // cpu.cfs_period_us, where the v1 controller is mounted as cpu or cpu,cpuacct).
+  // cpu.cfs_period_us).
   double q = 0;
   auto narrow = [&q](double level) {
     if (level > 0 && (q == 0 || level < q)) q = level;
   };
   std::string text, period;
-  for (const std::string& dir : detail::cgroup_dirs("/sys/fs/cgroup", true, ""))
+  const detail::GroupDirs groups = detail::cgroup_dirs("cpu");
+  for (const std::string& dir : groups.v2)
     if (detail::read_text(dir + "/cpu.max", text))
       narrow(detail::cpu_quota_from(text.c_str(), nullptr, nullptr));
-  // Often one hierarchy under both names: reading it twice leaves the smallest as it is.
-  for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
-    for (const std::string& dir : detail::cgroup_dirs(root, false, "cpu"))
-      if (detail::read_text(dir + "/cpu.cfs_quota_us", text) &&
-          detail::read_text(dir + "/cpu.cfs_period_us", period))
-        narrow(detail::cpu_quota_from(nullptr, text.c_str(), period.c_str()));
+  for (const std::string& dir : groups.v1)
+    if (detail::read_text(dir + "/cpu.cfs_quota_us", text) &&
+        detail::read_text(dir + "/cpu.cfs_period_us", period))
+      narrow(detail::cpu_quota_from(nullptr, text.c_str(), period.c_str()));
   return detail::cpu_limit_from(static_cast<int>(std::thread::hardware_concurrency()), affinity, q);
 }
 

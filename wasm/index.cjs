@@ -42,43 +42,65 @@ function numArg(op, what, v) {
 
 const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
 
+// The directories holding the cgroup files of this process's group and of its ancestors, from the
+// texts of /proc/self/mountinfo and /proc/self/cgroup: for each mount of the hierarchy (v2: type
+// cgroup2, v1Controller null; v1: type cgroup with v1Controller among its options), the group's
+// directory under the mount point, then its ancestors' up to the mount point. A mount of a
+// subtree (a container's) maps the group's path below its root; a group outside it gives the
+// mount point alone. As the native library's detail::cgroup_dirs_from (core/src/engine/engine.cpp).
+function cgroupDirsFrom(mountinfo, procCgroup, v1Controller) {
+  let group = null;
+  for (const line of procCgroup.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (m && (v1Controller ? m[2].split(',').includes(v1Controller) : m[1] === '0' && m[2] === '')) {
+      group = m[3];
+      break;
+    }
+  }
+  const dirs = [];
+  if (group === null) return dirs;
+  const unescape = (f) => f.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+  // "id parent major:minor root mount-point options [optional...] - type source super-options"
+  for (const line of mountinfo.split('\n')) {
+    const dash = line.indexOf(' - ');
+    if (dash < 0) continue;
+    const head = line.slice(0, dash).split(' '), tail = line.slice(dash + 3).split(' ');
+    if (head.length < 5 || tail.length < 3) continue;
+    if (v1Controller ? tail[0] !== 'cgroup' || !tail[2].split(',').includes(v1Controller) : tail[0] !== 'cgroup2') continue;
+    const root = unescape(head[3]), mount = unescape(head[4]);
+    let below = '';
+    if (!group.includes('/..')) {
+      if (root === '/') below = group;
+      else if (group === root || group.startsWith(`${root}/`)) below = group.slice(root.length);
+    }
+    const base = mount === '/' ? '' : mount;
+    for (let p = below; p !== '' && p !== '/'; p = p.slice(0, p.lastIndexOf('/'))) dirs.push(base + p);
+    dirs.push(mount);
+  }
+  return dirs;
+}
+
 // Node on Linux: the cgroups' CPU quota in CPUs (v2 cpu.max "<quota> <period>", v1
-// cpu.cfs_quota_us / cpu.cfs_period_us), the smallest along the process's group and its ancestors
-// (ending at the hierarchy's root, where a container's own files sit), or 0 for none. Node 20's
-// os.availableParallelism() counts the affinity mask but not a quota (libuv reads one from 1.49
-// on), so a container started with --cpus=2 on a 64-core host would start 63 workers. The same
-// reading as the native library's program_cpu_limit() (native/backends.cpp).
+// cpu.cfs_quota_us / cpu.cfs_period_us), the smallest along the process's group and its ancestors,
+// wherever the hierarchies are mounted, or 0 for none. Node 20's os.availableParallelism() counts
+// the affinity mask but not a quota (libuv reads one from 1.49 on), so a container started with
+// --cpus=2 on a 64-core host would start 63 workers. The same reading as the native library's
+// program_cpu_limit() (native/backends.cpp).
 function cgroupCpuQuota() {
   const fs = require('fs');
   const read = (p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return null; } };
-  const text = read('/proc/self/cgroup');
-  if (text === null) return 0;
-  const groupOf = (match) => {
-    for (const line of text.split('\n')) {
-      const m = /^(\d+):([^:]*):(.*)$/.exec(line);
-      if (m && match(m[1], m[2].split(','))) return m[3];
-    }
-    return null;
-  };
-  const dirs = (root, group) => {
-    const out = [];
-    for (let p = group || '/'; p !== '' && p !== '/'; p = p.slice(0, p.lastIndexOf('/'))) out.push(root + p);
-    return [...out, root];
-  };
+  const mountinfo = read('/proc/self/mountinfo'), groups = read('/proc/self/cgroup');
+  if (mountinfo === null || groups === null) return 0;
   let quota = 0;
   const narrow = (q) => { if (q > 0 && (quota === 0 || q < quota)) quota = q; };
   const count = (t) => (t !== null && /^\d+\s*$/.test(t) ? Number(t) : -1);
-  for (const dir of dirs('/sys/fs/cgroup', groupOf((id, c) => id === '0' && c.join('') === ''))) {
+  for (const dir of cgroupDirsFrom(mountinfo, groups, null)) {
     const m = /^(\d+) (\d+)\s*$/.exec(read(`${dir}/cpu.max`) || '');  // "max ..." is no quota
     if (m && Number(m[2]) > 0) narrow(Number(m[1]) / Number(m[2]));
   }
-  const v1 = groupOf((id, c) => c.includes('cpu'));
-  // Often one hierarchy under both names: reading it twice leaves the smallest as it is.
-  for (const root of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct']) {
-    for (const dir of dirs(root, v1)) {
-      const q = count(read(`${dir}/cpu.cfs_quota_us`)), period = count(read(`${dir}/cpu.cfs_period_us`));
-      if (q > 0 && period > 0) narrow(q / period);
-    }
+  for (const dir of cgroupDirsFrom(mountinfo, groups, 'cpu')) {
+    const q = count(read(`${dir}/cpu.cfs_quota_us`)), period = count(read(`${dir}/cpu.cfs_period_us`));
+    if (q > 0 && period > 0) narrow(q / period);
   }
   return quota;
 }

@@ -1,7 +1,7 @@
 // asyncnd.cpuLimit(): the CPUs load()'s default thread count counts (README, "Thread policy"):
 // online CPUs, narrowed by the affinity mask and, on Linux, by the cgroup's CPU quota. Checked in
-// this process, then in child processes under `taskset` and, where this test may make one, in a
-// cgroup v1 group with a quota.
+// this process, then in child processes under `taskset` and, where this test may make them, in
+// cgroup v1 and v2 groups with a quota.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -36,16 +36,48 @@ test('under taskset with one CPU: cpus 1, from the affinity mask', (t) => {
   assert.deepEqual([l.cpus, l.affinity, l.source], [1, 1, 'affinity']);
 });
 
-test('in a cgroup with a CPU quota, or inside one: the quota counts, rounded up', (t) => {
+// The mount points of the v2 hierarchy (v1Controller null) or of v1's controller, from
+// /proc/self/mountinfo: where this test may make its groups.
+function cgroupMounts(v1Controller) {
+  let text = '';
+  try { text = fs.readFileSync('/proc/self/mountinfo', 'utf8'); } catch (e) { return []; }
+  const out = [];
+  for (const line of text.split('\n')) {
+    // "id parent major:minor root mount-point options [optional...] - type source super-options"
+    const [head, tail] = line.split(' - ').map((part) => part.split(' '));
+    if (!tail || head.length < 5 || tail.length < 3) continue;
+    if (v1Controller ? tail[0] === 'cgroup' && tail[2].split(',').includes(v1Controller) : tail[0] === 'cgroup2') {
+      out.push(head[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
+    }
+  }
+  return out;
+}
+
+// Runs node in `dir` (the child moves itself there first) and returns its cpuLimit(), or a reason
+// to skip where it could not join.
+function reportIn(dir) {
+  const r = spawnSync('sh', ['-c', `echo $$ > ${dir}/cgroup.procs && exec "$0" -e '${report}'`,
+    process.execPath], { encoding: 'utf8' });
+  if (r.status !== 0 && /cgroup\.procs/.test(r.stderr)) return { skip: `the child could not join ${dir}` };
+  assert.equal(r.status, 0, r.stderr);
+  return { limit: JSON.parse(r.stdout), stdout: r.stdout };
+}
+
+// The child's count in a group with a quota of `quota` CPUs, `cpus` being it rounded up.
+function checkQuota({ limit: l, stdout }, quota, cpus, where) {
+  assert.equal(l.quota, quota, `${where}: ${stdout}`);
+  const expect = Math.min(l.online, l.affinity || l.online, cpus);
+  assert.equal(l.cpus, expect, stdout);
+  if (expect < Math.min(l.online, l.affinity || l.online)) assert.equal(l.source, 'cgroup');
+}
+
+test('in a cgroup v1 group with a CPU quota, or inside one: the quota counts, rounded up', (t) => {
   // Only where this test may make a cgroup: cgroup v1's cpu controller mounted writable (root in
   // a container or VM such as ours). The native tests read the same files the same way.
-  const root = '/sys/fs/cgroup/cpu';
-  try {
-    fs.accessSync(path.join(root, 'cpu.cfs_period_us'));
-    fs.accessSync(root, fs.constants.W_OK);
-  } catch (e) {
-    return t.skip(`no writable cgroup v1 cpu controller at ${root}`);
-  }
+  const root = cgroupMounts('cpu').find((dir) => {
+    try { fs.accessSync(dir, fs.constants.W_OK); return true; } catch (e) { return false; }
+  });
+  if (!root) return t.skip('no writable cgroup v1 cpu controller here');
   const group = path.join(root, `asyncnd-node-test-${process.pid}`);
   const inner = path.join(group, 'inner');
   try {
@@ -63,20 +95,56 @@ test('in a cgroup with a CPU quota, or inside one: the quota counts, rounded up'
       } catch (e) {
         return t.skip(`the kernel refused a quota of ${quota} us: ${e.message}`);
       }
-      // The child moves itself into the group, then runs node.
       const dir = inInner ? inner : group;
-      const r = spawnSync('sh', ['-c', `echo $$ > ${dir}/cgroup.procs && exec "$0" -e '${report}'`,
-        process.execPath], { encoding: 'utf8' });
-      if (r.status !== 0 && /cgroup\.procs/.test(r.stderr)) return t.skip(`the child could not join ${dir}`);
-      assert.equal(r.status, 0, r.stderr);
-      const l = JSON.parse(r.stdout);
-      assert.equal(l.quota, quota / 100000, `${dir}: ${r.stdout}`);
-      const expect = Math.min(l.online, l.affinity || l.online, cpus);
-      assert.equal(l.cpus, expect, r.stdout);
-      if (expect < Math.min(l.online, l.affinity || l.online)) assert.equal(l.source, 'cgroup');
+      const r = reportIn(dir);
+      if (r.skip) return t.skip(r.skip);
+      checkQuota(r, quota / 100000, cpus, dir);
     }
   } finally {
     fs.rmdirSync(inner);
     fs.rmdirSync(group);
+  }
+});
+
+test('in a cgroup v2 group inside one with cpu.max: the smaller quota counts, rounded up', async (t) => {
+  // Only where this test may make a v2 group with the cpu controller: root on a machine with
+  // cgroup v2 (Debian 12's default). On this project's VMs cpu is v1's, and this test skips.
+  const has = (file, word) => {
+    try { return fs.readFileSync(file, 'utf8').split(/\s+/).includes(word); } catch (e) { return false; }
+  };
+  const root = cgroupMounts(null).find((dir) => {
+    try { fs.accessSync(dir, fs.constants.W_OK); } catch (e) { return false; }
+    return has(path.join(dir, 'cgroup.controllers'), 'cpu');
+  });
+  if (!root) return t.skip('no writable cgroup v2 hierarchy offering cpu here');
+  const rootControl = path.join(root, 'cgroup.subtree_control');
+  const enabledHere = !has(rootControl, 'cpu');
+  const group = path.join(root, `asyncnd-node-test-${process.pid}`);
+  const inner = path.join(group, 'inner');
+  try {
+    if (enabledHere) fs.writeFileSync(rootControl, '+cpu\n');
+    fs.mkdirSync(group);
+    fs.writeFileSync(path.join(group, 'cgroup.subtree_control'), '+cpu\n');
+    fs.mkdirSync(inner);
+  } catch (e) {
+    return t.skip(`cannot make ${inner} with the cpu controller: ${e.message}`);
+  }
+  try {
+    // [outer cpu.max, inner cpu.max, expected quota and CPUs]; the child is in the inner group.
+    for (const [outer, own, quota, cpus] of [['50000 100000', 'max 100000', 0.5, 1],
+      ['150000 100000', '50000 100000', 0.5, 1], ['max 100000', '300000 200000', 1.5, 2]]) {
+      fs.writeFileSync(path.join(group, 'cpu.max'), `${outer}\n`);
+      fs.writeFileSync(path.join(inner, 'cpu.max'), `${own}\n`);
+      const r = reportIn(inner);
+      if (r.skip) return t.skip(r.skip);
+      checkQuota(r, quota, cpus, `outer ${outer}, inner ${own}`);
+    }
+  } finally {
+    fs.rmdirSync(inner);
+    fs.rmdirSync(group);
+    // The kernel refuses while the removed groups' state is still being freed: a moment.
+    for (let i = 0; enabledHere && i < 50; ++i) {
+      try { fs.writeFileSync(rootControl, '-cpu\n'); break; } catch (e) { await new Promise((r) => setTimeout(r, 100)); }
+    }
   }
 });

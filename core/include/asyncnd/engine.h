@@ -103,7 +103,8 @@ struct MemoryLimit {
 // The memory this program may use: natively the smallest cgroup limit (v2 memory.max, v1
 // memory.limit_in_bytes) of the process's group and its ancestors when one is set and below
 // physical memory ("max", or v1's near-2^63 "unlimited", is no limit), else physical memory; in
-// WebAssembly the module's maximum heap (2 GiB). Reads /proc and /sys once per call; never throws
+// WebAssembly the module's maximum heap (2 GiB). Reads /proc and /sys once per call (the cgroup
+// files wherever /proc/self/mountinfo has their hierarchies); never throws
 // (bytes = 0 when nothing can be read).
 MemoryLimit program_memory_limit();
 
@@ -124,8 +125,9 @@ struct CpuLimit {
 // the smallest cgroup CPU quota of the process's group and its ancestors (rounded up: a quota of
 // 1.5 CPUs counts 2) where those are narrower. A container limited to 2 CPUs on a 64-core host,
 // or a process under `taskset -c 0,1`, counts 2, not 64. In WebAssembly the online count alone (navigator.hardwareConcurrency, or Node's).
-// Reads /proc and /sys at each call (engines and backends call it once, when they start); never
-// throws. ASYNCND_CPU_WORKERS and ASYNCND_BLAS_THREADS still replace what is derived from it.
+// Reads /proc and /sys at each call (engines and backends call it once, when they start), the
+// cgroup files wherever /proc/self/mountinfo has their hierarchies; never throws.
+// ASYNCND_CPU_WORKERS and ASYNCND_BLAS_THREADS still replace what is derived from it.
 CpuLimit program_cpu_limit();
 
 // The default byte bound of the process-wide engine: a quarter of program_memory_limit()

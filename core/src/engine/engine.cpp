@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/detail/env.h"
@@ -155,6 +158,86 @@ double cpu_quota_from(const char* v2_cpu_max, const char* v1_quota, const char* 
     }
   }
   return 0;
+}
+
+namespace {
+// Whether the comma-separated `list` has `item` ("rw,cpu,cpuacct" has "cpu").
+bool lists(const std::string& list, const char* item) {
+  return (',' + list + ',').find(',' + std::string(item) + ',') != std::string::npos;
+}
+// A mountinfo field with the kernel's octal escapes (\040 for a space, \011, \012, \134 for a
+// backslash) turned back into their characters.
+std::string unescape_mount_field(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto octal = [&](std::size_t j) { return j < s.size() && s[j] >= '0' && s[j] <= '7'; };
+    if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+std::vector<std::string> split_on(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::istringstream in(s);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+}  // namespace
+
+std::vector<std::string> cgroup_dirs_from(const std::string& mountinfo,
+                                          const std::string& proc_cgroup,
+                                          const char* v1_controller) {
+  // The group's path in the hierarchy: "0::/path" for v2, "N:cpu,cpuacct:/path" for v1.
+  std::string group;
+  bool listed = false;
+  for (const std::string& line : split_on(proc_cgroup, '\n')) {
+    const auto a = line.find(':');
+    const auto b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    if (v1_controller ? lists(controllers, v1_controller)
+                      : line.compare(0, a, "0") == 0 && controllers.empty()) {
+      group = line.substr(b + 1);
+      listed = true;
+      break;
+    }
+  }
+  std::vector<std::string> dirs;
+  if (!listed) return dirs;
+  // "id parent major:minor root mount-point options [optional...] - type source super-options"
+  for (const std::string& line : split_on(mountinfo, '\n')) {
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    const std::vector<std::string> head = split_on(line.substr(0, dash), ' ');
+    const std::vector<std::string> tail = split_on(line.substr(dash + 3), ' ');
+    if (head.size() < 5 || tail.size() < 3) continue;
+    if (v1_controller ? tail[0] != "cgroup" || !lists(tail[2], v1_controller)
+                      : tail[0] != "cgroup2") {
+      continue;
+    }
+    const std::string root = unescape_mount_field(head[3]);
+    const std::string mount = unescape_mount_field(head[4]);
+    // The group's path below the mount's root; none where the group lies outside it (a path
+    // with "/.." is one outside a cgroup namespace's root).
+    std::string below;
+    if (group.find("/..") == std::string::npos) {
+      if (root == "/") {
+        below = group;
+      } else if (group.compare(0, root.size(), root) == 0 &&
+                 (group.size() == root.size() || group[root.size()] == '/')) {
+        below = group.substr(root.size());
+      }
+    }
+    const std::string base = mount == "/" ? "" : mount;
+    for (std::string p = below; !p.empty() && p != "/"; p = p.substr(0, p.rfind('/')))
+      dirs.push_back(base + p);
+    dirs.push_back(mount);
+  }
+  return dirs;
 }
 
 CpuLimit cpu_limit_from(int online, int affinity, double quota) {

@@ -141,6 +141,20 @@ MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
 // quota / period, or 0 for none ("max", v1's -1, anything that does not parse). v2 decides when
 // its file parses. Pure, like memory_limit_from: program_cpu_limit() reads the files.
 double cpu_quota_from(const char* v2_cpu_max, const char* v1_quota, const char* v1_period);
+// The directories holding the cgroup files of this process's group and of its ancestors, from the
+// texts of /proc/self/mountinfo and /proc/self/cgroup. For each mount of the hierarchy (v2: type
+// cgroup2, `v1_controller` nullptr; v1: type cgroup with `v1_controller` among its options), the
+// group's directory under the mount point, then its ancestors' up to the mount point itself: a
+// limit set on any of them applies (systemd sets CPUQuota= and MemoryMax= on a slice above the
+// process's own group). A mount of a subtree (a container's, whose mount root is its group) maps
+// the group's path below that root; a group outside the mounted subtree gives the mount point
+// alone, whose files are then the container's own. Empty where the process is in no group of the
+// hierarchy or it is not mounted. Pure, like the two above: program_cpu_limit() and
+// program_memory_limit() read the files, wherever the hierarchies are mounted (/sys/fs/cgroup,
+// /sys/fs/cgroup/unified on a hybrid system, /sys/fs/cgroup/cpu,cpuacct ...).
+std::vector<std::string> cgroup_dirs_from(const std::string& mountinfo,
+                                          const std::string& proc_cgroup,
+                                          const char* v1_controller);
 // The CpuLimit of `online` CPUs (at least 1 counted), an affinity mask of `affinity` CPUs (0 =
 // unknown) and a quota of `quota` CPUs (0 = none; counted rounded up).
 CpuLimit cpu_limit_from(int online, int affinity, double quota);
