@@ -562,7 +562,9 @@ TEST_CASE("a run stalled on a long op: another worker takes over the rest", "[en
   }
 }
 
-TEST_CASE("a long run of short ops: the idle worker has it split, and both run it", "[engine]") {
+// [serial]: ctest runs it alone (CMakeLists.txt), as it needs two cores free.
+TEST_CASE("a long run of short ops: the idle worker has it split, and both run it",
+          "[engine][serial]") {
   // 10000 ops of 1 us each, queued while both workers are held: worker 2, let out first, takes
   // them all as one run. Worker 1, let out next and idle, sees that run move on too slowly for
   // its length and asks for its later half (worker_pool.cpp, spin_paced and split), and so on:
