@@ -1,7 +1,7 @@
 // asyncnd.cpuLimit(): the CPUs load()'s default thread count counts (README, "Thread policy"):
 // online CPUs, narrowed by the affinity mask and, on Linux, by the cgroup's CPU quota. Checked in
 // this process, then in child processes under `taskset` and, where this test may make them, in
-// cgroup v1 and v2 groups with a quota.
+// cgroup v1 and v2 groups with a quota; the cgroup layouts this machine cannot make, on texts.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -34,6 +34,71 @@ test('under taskset with one CPU: cpus 1, from the affinity mask', (t) => {
   if (spawnSync('taskset', ['--version']).error) return t.skip('no taskset here (util-linux)');
   const l = JSON.parse(execFileSync('taskset', ['-c', '0', process.execPath, '-e', report], { encoding: 'utf8' }));
   assert.deepEqual([l.cpus, l.affinity, l.source], [1, 1, 'affinity']);
+});
+
+test('the cgroup files are found wherever mountinfo says, in layouts this machine cannot make', (t) => {
+  if (process.platform !== 'linux') return t.skip('cgroups are Linux only');
+  // A child whose fs.readFileSync answers /proc/self/{mountinfo,cgroup} and the cgroup files from
+  // the texts given (any other path there: ENOENT), then reports cpuLimit(): the package's own
+  // reading on the layouts of the native test "the cgroup directories from mountinfo and
+  // /proc/self/cgroup".
+  const preload = path.join(os.tmpdir(), `asyncnd-fake-cgroup-${process.pid}.cjs`);
+  fs.writeFileSync(preload, `
+const fs = require('fs');
+const files = JSON.parse(process.env.ASYNCND_TEST_FILES);
+const real = fs.readFileSync;
+fs.readFileSync = function (p, ...rest) {
+  if (typeof p === 'string' && /^\\/(proc\\/self\\/(mountinfo|cgroup)$|sys\\/fs\\/cgroup|mnt\\/)/.test(p)) {
+    if (Object.prototype.hasOwnProperty.call(files, p)) return files[p];
+    throw Object.assign(new Error('ENOENT: ' + p), { code: 'ENOENT' });
+  }
+  return real.call(fs, p, ...rest);
+};
+`);
+  const quotaOf = (files) => {
+    const r = spawnSync(process.execPath, ['--require', preload, '-e', report],
+      { encoding: 'utf8', env: { ...process.env, ASYNCND_TEST_FILES: JSON.stringify(files) } });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout).quota;
+  };
+  const hybrid =
+    '32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n' +
+    '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n';
+  const groups = '2:cpu,cpuacct:/jobs/b\n1:name=systemd:/\n0::/u\n';
+  try {
+    // v1 with cpu and cpuacct mounted together: a quota on the group's parent.
+    assert.equal(quotaOf({ '/proc/self/mountinfo': hybrid, '/proc/self/cgroup': groups,
+      '/sys/fs/cgroup/cpu,cpuacct/jobs/cpu.cfs_quota_us': '50000\n',
+      '/sys/fs/cgroup/cpu,cpuacct/jobs/cpu.cfs_period_us': '100000\n' }), 0.5);
+    // A hybrid system's v2 at /sys/fs/cgroup/unified; then v1's smaller quota beside it.
+    const v2 = { '/proc/self/mountinfo': hybrid, '/proc/self/cgroup': groups,
+      '/sys/fs/cgroup/unified/u/cpu.max': '150000 100000\n' };
+    assert.equal(quotaOf(v2), 1.5);
+    assert.equal(quotaOf({ ...v2, '/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us': '50000\n',
+      '/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us': '100000\n' }), 0.5);
+    // Pure v2: the slice's quota above the session's group ("max" there).
+    assert.equal(quotaOf({
+      '/proc/self/mountinfo': '30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n',
+      '/proc/self/cgroup': '0::/user.slice/session-2.scope\n',
+      '/sys/fs/cgroup/user.slice/session-2.scope/cpu.max': 'max 100000\n',
+      '/sys/fs/cgroup/user.slice/cpu.max': '200000 100000\n' }), 2);
+    // A Docker container without a cgroup namespace: its own files at the mount point.
+    assert.equal(quotaOf({
+      '/proc/self/mountinfo': '700 690 0:29 /docker/4f2a /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n',
+      '/proc/self/cgroup': '5:cpu:/docker/4f2a\n',
+      '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '150000\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }), 1.5);
+    // The kernel's octal escape in a mount point.
+    assert.equal(quotaOf({
+      '/proc/self/mountinfo': '50 31 0:40 / /mnt/my\\040groups rw - cgroup2 none rw\n',
+      '/proc/self/cgroup': '0::/a\n', '/mnt/my groups/a/cpu.max': '50000 100000\n' }), 0.5);
+    // Files this layout does not name are not read: a v1 mount of another controller.
+    assert.equal(quotaOf({
+      '/proc/self/mountinfo': '35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n',
+      '/proc/self/cgroup': '4:memory:/\n', '/sys/fs/cgroup/memory/cpu.cfs_quota_us': '50000\n',
+      '/sys/fs/cgroup/memory/cpu.cfs_period_us': '100000\n' }), 0);
+  } finally {
+    fs.rmSync(preload, { force: true });
+  }
 });
 
 // The mount points of the v2 hierarchy (v1Controller null) or of v1's controller, from
