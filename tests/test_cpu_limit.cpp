@@ -213,11 +213,7 @@ namespace {
 class TestGroup {
  public:
   TestGroup(const char* controller, bool v2) : controller_(controller) {
-    std::string mountinfo;
-    {
-      std::ifstream f("/proc/self/mountinfo");
-      mountinfo.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    }
+    const std::string mountinfo = read("/proc/self/mountinfo");
     const std::string hierarchy = v2 ? std::string("cgroup v2 hierarchy offering ") + controller
                                      : std::string("cgroup v1 ") + controller + " controller";
     // Each mount point: the library's directories for a process at the hierarchy's root.
