@@ -1,14 +1,18 @@
-// Helpers shared by the benchmark programs (bench/*.cpp): wall time, medians, where bench/ is, and
-// running a peer's script (bench/torch_peer.py) for its figures, the CPU's name.
+// Helpers shared by the benchmark programs (bench/*.cpp): their command lines, wall time, medians,
+// where bench/ is, and running a peer's script (bench/torch_peer.py) for its figures, the CPU's name.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +24,81 @@
 namespace asyncnd_bench {
 
 using Clock = std::chrono::steady_clock;
+
+// A benchmark's command line, read before anything runs: the options it knows and at most
+// `max_plain` plain arguments (an output path, a count). `--help` or `-h` prints `usage` and exits
+// 0; an option it does not know, or one plain argument too many, is an error that names it, with
+// the usage, and exits 2. (Once `bench_native --help` ran the whole bench and wrote its figures to
+// a file named "--help".) In `known`, a name ending in '=' takes a value (`--only=gemm`); the
+// others are flags.
+struct BenchArgs {
+  std::string prog, usage;
+  std::vector<std::string> plain;
+  std::map<std::string, std::string> options;  // "--only=" -> "gemm"; a flag -> ""
+
+  bool has(const std::string& name) const { return options.count(name) != 0; }
+  std::string value(const std::string& name, const std::string& otherwise = "") const {
+    const auto it = options.find(name);
+    return it == options.end() ? otherwise : it->second;
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    std::fprintf(stderr, "%s: %s\nusage: %s\n", prog.c_str(), why.c_str(), usage.c_str());
+    std::exit(2);
+  }
+  // Plain argument i as a number no smaller than `min` (the whole argument: "5x" is an error).
+  double number(std::size_t i, double otherwise, double min) const {
+    if (i >= plain.size()) return otherwise;
+    char* end = nullptr;
+    const double v = std::strtod(plain[i].c_str(), &end);
+    if (end == plain[i].c_str() || *end != '\0' || !(v >= min)) {
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", min);
+      fail("'" + plain[i] + "' is not a number >= " + bound);
+    }
+    return v;
+  }
+};
+
+inline BenchArgs parse_bench_args(int argc, char** argv, const char* usage,
+                                  std::initializer_list<const char*> known = {},
+                                  std::size_t max_plain = 1) {
+  BenchArgs a;
+  a.prog = std::filesystem::path(argc > 0 ? argv[0] : "bench").filename().string();
+  a.usage = usage;
+  const auto fail = [&](const std::string& why) { a.fail(why); };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("usage: %s\n", usage);
+      std::exit(0);
+    }
+    // A negative number is a plain argument: the programs that take a number check its range.
+    const bool number = arg.size() > 1 && arg[0] == '-' && (std::isdigit((unsigned char)arg[1]) ||
+                                                            arg[1] == '.');
+    if (arg.empty() || arg[0] != '-' || number) {
+      if (a.plain.size() == max_plain)
+        fail("unexpected argument '" + arg + "'" +
+             (max_plain == 0 ? " (this program takes none)"
+                             : " (at most " + std::to_string(max_plain) + " plain)"));
+      a.plain.push_back(arg);
+      continue;
+    }
+    bool found = false;
+    for (const char* k : known) {
+      const std::string name = k;
+      if (!name.empty() && name.back() == '=') {
+        if (arg.rfind(name, 0) == 0) a.options[name] = arg.substr(name.size()), found = true;
+        else if (arg == name.substr(0, name.size() - 1))
+          fail("option '" + arg + "' needs a value: " + name + "VALUE");
+      } else if (arg == name) {
+        a.options[name] = "", found = true;
+      }
+      if (found) break;
+    }
+    if (!found) fail("unknown option '" + arg + "'");
+  }
+  return a;
+}
 
 inline double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();

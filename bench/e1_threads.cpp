@@ -169,8 +169,13 @@ void print_profile(const char* mode, const ProfileSummary& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool child = argc > 1 && std::strcmp(argv[1], "--child") == 0;
-  const char* out_path = !child && argc > 1 ? argv[1] : nullptr;
+  // --child: the run in a subprocess with one BLAS thread, not for users.
+  const asyncnd_bench::BenchArgs args = asyncnd_bench::parse_bench_args(
+      argc, argv, "bench_e1_threads [OUT.json]  (without OUT it prints its figures only; with "
+                  "it, it also writes e1_threads_trace.json beside OUT)",
+      {"--child"});
+  const bool child = args.has("--child");
+  const char* out_path = !child && !args.plain.empty() ? args.plain[0].c_str() : nullptr;
   // Read before the CPU backend starts: it sets OPENBLAS_THREAD_TIMEOUT where the user did not.
   const bool user_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr;
   try {

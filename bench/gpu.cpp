@@ -369,7 +369,10 @@ void bench_e6(const Device gpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::filesystem::path out = argc > 1 ? argv[1] : bench_dir() + "/results/gpu.json";
+  const BenchArgs args = parse_bench_args(
+      argc, argv, "bench_gpu [OUT.json]  (default: bench/results/gpu.json)");
+  const std::filesystem::path out =
+      args.plain.empty() ? bench_dir() + "/results/gpu.json" : args.plain[0];
 #if !ASYNCND_HAVE_CUDA
   (void)out;
   std::printf("bench_gpu: SKIPPED: this build has no CUDA backend (ASYNCND_WITH_CUDA=OFF, or no "

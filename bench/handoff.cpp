@@ -117,11 +117,11 @@ double engine_roundtrip(Var v, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
-  if (rounds < 1) {
-    std::fprintf(stderr, "bench_handoff: rounds must be a positive integer, got '%s'\n", argv[1]);
-    return 2;
-  }
+  const asyncnd_bench::BenchArgs args =
+      asyncnd_bench::parse_bench_args(argc, argv, "bench_handoff [ROUNDS]  (default 5)");
+  const double r = args.number(0, 5, 1);
+  if (r != static_cast<int>(r)) args.fail("ROUNDS must be a whole number, got " + args.plain[0]);
+  const int rounds = static_cast<int>(r);
   const int kN = 50000, kWaits = 4000;
   Engine& eng = engine();
   Var v = eng.new_var();

@@ -148,11 +148,9 @@ class LaunchModel final : public detail::Backend {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double launch_us = argc > 1 ? std::atof(argv[1]) : 3.38;
-  if (!(launch_us >= 0)) {
-    std::fprintf(stderr, "usage: bench_launch_model [launch_us >= 0]\n");
-    return 2;
-  }
+  const asyncnd_bench::BenchArgs args = asyncnd_bench::parse_bench_args(
+      argc, argv, "bench_launch_model [LAUNCH_US >= 0]  (default 3.38)");
+  const double launch_us = args.number(0, 3.38, 0);
   static LaunchModel model(launch_us);
   detail::register_backend(&model);
   const Device gpu = Device::gpu(0);

@@ -828,18 +828,19 @@ void merge_into(const std::filesystem::path& out) {
 
 // bench_native [--only=e6|gemm|overhead] [out.json]
 int main(int argc, char** argv) {
-  std::filesystem::path out = default_out();
-  std::string only;
+  // --gemm-kernel: a child of bench_gemm_sweep, not for users.
+  const asyncnd_bench::BenchArgs args = asyncnd_bench::parse_bench_args(
+      argc, argv, "bench_native [--only=e6|gemm|overhead] [OUT.json]  (default OUT: "
+                  "bench/results/native.json; --only updates those figures in OUT)",
+      {"--only=", "--gemm-kernel"});
   g_self_exe = exe_dir() + "/" + std::filesystem::path(argv[0]).filename().string();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
 #if ASYNCND_HAVE_OPENBLAS
-    if (a == "--gemm-kernel") return gemm_kernel_child();  // a child of bench_gemm_sweep
+  if (args.has("--gemm-kernel")) return gemm_kernel_child();
 #endif
-    if (a.rfind("--only=", 0) == 0) only = a.substr(7);
-    else out = a;
-  }
-  if (!only.empty() && only != "e6" && only != "gemm" && only != "overhead") {
+  const std::filesystem::path out =
+      args.plain.empty() ? default_out() : std::filesystem::path(args.plain[0]);
+  const std::string only = args.value("--only=");
+  if (args.has("--only=") && only != "e6" && only != "gemm" && only != "overhead") {
     std::fprintf(stderr, "bench_native: --only takes e6, gemm or overhead, got '%s'\n", only.c_str());
     return 2;
   }
