@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "asyncnd/detail/env.h"
+#include "asyncnd/engine.h"
 #include "asyncnd/error.h"
 #include "engine/asan.h"
 
@@ -513,8 +514,18 @@ CachingAllocator::Stats CachingAllocator::Impl::stats() const {
 
 // ---- CachingAllocator -------------------------------------------------------------------------
 
+std::size_t CachingAllocator::default_limit_for(std::uint64_t memory_bytes) {
+  const std::uint64_t b =
+      memory_bytes == 0 ? kDefaultInflightBytesCap : default_max_inflight_bytes(memory_bytes);
+  return static_cast<std::size_t>(std::min<std::uint64_t>(b, SIZE_MAX));
+}
+
+std::size_t CachingAllocator::default_limit() {
+  return default_limit_for(program_memory_limit().bytes);
+}
+
 std::size_t CachingAllocator::limit_from_env_value(const char* s) {
-  if (s == nullptr) return kDefaultLimit;
+  if (s == nullptr) return default_limit();
   const std::uint64_t v =
       parse_env_uint("ASYNCND_CPU_CACHE_MB", s, 0, kMaxEnvMiB, "a size in MiB");
   return static_cast<std::size_t>(v) << 20;

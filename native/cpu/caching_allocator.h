@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace asyncnd {
 namespace detail {
@@ -34,7 +35,18 @@ class CachingAllocator {
   static constexpr std::size_t kAlignment = 64;  // a cache line, and the widest SIMD load (AVX-512)
   static constexpr std::size_t kSmallMax = 4096;
   static constexpr std::size_t kPage = 4096;
-  static constexpr std::size_t kDefaultLimit = std::size_t(256) << 20;
+
+  // The bound when ASYNCND_CPU_CACHE_MB is unset, for a program that may use `memory_bytes`: the
+  // engine's default byte bound for that memory (default_max_inflight_bytes, asyncnd/engine.h: a
+  // quarter of it, at most 512 MiB), or that cap when the memory is unknown (0). What the default
+  // engine lets a frontend queue ahead is what a drain hands back here: a cache as large takes it
+  // all back, so the next run ahead reuses those blocks instead of faulting fresh pages in again.
+  // (With a fixed 256 MiB, E6 without a read, about 323 MB in use, faulted 60 MB in again on
+  // every run and took about 1.06 of the time reading each batch took on a Zen 5;
+  // bench/README.md, "The CPU allocator".) The cache never holds more than the program freed.
+  static std::size_t default_limit_for(std::uint64_t memory_bytes);
+  // default_limit_for(program_memory_limit().bytes): the cgroup's limit or physical memory.
+  static std::size_t default_limit();
 
   // The process-wide instance, made on first use and never destroyed (engine threads may free
   // arrays while static destructors run). Reads ASYNCND_CPU_CACHE_MB (the bound in MiB; 0 turns
@@ -68,7 +80,7 @@ class CachingAllocator {
   }
 
   // The bound ASYNCND_CPU_CACHE_MB=`value` asks for (value in MiB; nullptr, the variable unset,
-  // gives kDefaultLimit). Throws asyncnd::Error naming the variable and the value unless it is a
+  // gives default_limit()). Throws asyncnd::Error naming the variable and the value unless it is a
   // whole number from 0 to 1048576. Public so tests can check the rule without the environment.
   static std::size_t limit_from_env_value(const char* value);
 

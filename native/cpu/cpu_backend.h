@@ -28,8 +28,9 @@ int cpu_blas_threads();
 // not in use, so the engine's bytes_in_use leaves them out. For benchmarks; any thread.
 std::size_t cpu_cached_bytes();
 
-// The bound on cached bytes: 256 MiB by default, or ASYNCND_CPU_CACHE_MB (in MiB) read on first
-// use. Setting it releases cached blocks over the new bound at once; 0 turns caching off, small
+// The bound on cached bytes: by default the engine's default byte bound (a quarter of the memory
+// the program may use, at most 512 MiB: CachingAllocator::default_limit), or ASYNCND_CPU_CACHE_MB
+// (in MiB) read on first use. Setting it releases cached blocks over the new bound at once; 0 turns caching off, small
 // blocks included (other threads drop their private blocks on their next allocation or free).
 // For tests and benchmarks; any thread. The cache is compiled out in AddressSanitizer builds.
 void set_cpu_cache_limit(std::size_t bytes);

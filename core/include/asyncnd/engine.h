@@ -135,9 +135,9 @@ CpuLimit program_cpu_limit();
 // The quarter keeps queued work from taking the memory the program needs for itself on any
 // machine (in WebAssembly: 512 MiB of the 2 GiB heap). The cap is what running ahead is worth:
 // past a few hundred megabytes, queued work only adds storage the CPU allocator cannot recycle
-// (it caches 256 MB), whose fresh pages the workers must fault in, so E6 without a read ran
-// slower with a quarter of a large machine's memory as its bound than with 512 MiB, which still
-// runs several batches ahead. The measurements are in bench/README.md, "The default byte bound".
+// (its cache holds as much as this bound by default), whose fresh pages the workers must fault
+// in, so E6 without a read ran slower with a quarter of a large machine's memory as its bound
+// than with 512 MiB, which still runs several batches ahead. The measurements are in bench/README.md, "The default byte bound".
 inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
 inline constexpr std::uint64_t kDefaultInflightBytesCap = 512ull << 20;
 // The default byte bound for a program that may use `memory_bytes` (0 = unknown: no bound).
