@@ -1,5 +1,5 @@
-// bench/machine.mjs: what the JavaScript benchmarks (bench/wasm, bench/browser) record about the
-// machine next to their figures.
+// bench/machine.mjs: what the JavaScript benchmarks (bench/wasm, bench/browser) share: their
+// command lines, and what they record about the machine next to their figures.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -29,4 +29,37 @@ export function writeResults(out, figures, machine) {
   const result = { ...figures, machine: { ...machine, date: new Date().toISOString() } };
   fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   console.log(`\nwrote ${out}`);
+}
+
+// A benchmark's command line, read before anything runs (as bench/bench_util.h does for the
+// native ones): the options it knows and at most one plain argument (the output file). `--help`
+// or `-h` prints `usage` and exits 0; an unknown option or a second plain argument is an error
+// naming it, with the usage, and exits 2. In `known`, a name ending in '=' takes a value. Returns
+// { out, options } (out: the plain argument or undefined; options: name -> value, '' for a flag).
+export function parseBenchArgs(argv, usage, known = []) {
+  const prog = path.basename(argv[1] || 'bench.mjs');
+  const fail = (why) => {
+    process.stderr.write(`${prog}: ${why}\nusage: ${usage}\n`);
+    process.exit(2);
+  };
+  let out;
+  const options = {};
+  for (const arg of argv.slice(2)) {
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write(`usage: ${usage}\n`);
+      process.exit(0);
+    }
+    if (!arg.startsWith('-')) {
+      if (out !== undefined) fail(`unexpected argument '${arg}' (one output file at most)`);
+      out = arg;
+      continue;
+    }
+    const name = known.find((k) => (k.endsWith('=') ? arg.startsWith(k) : arg === k));
+    if (name === undefined) {
+      const bare = known.find((k) => k.endsWith('=') && arg === k.slice(0, -1));
+      fail(bare ? `option '${arg}' needs a value: ${bare}VALUE` : `unknown option '${arg}'`);
+    }
+    options[name] = name.endsWith('=') ? arg.slice(name.length) : '';
+  }
+  return { out, options };
 }

@@ -11,13 +11,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { conditionsBefore, writeResults } from '../machine.mjs';
+import { conditionsBefore, parseBenchArgs, writeResults } from '../machine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
 const require = createRequire(import.meta.url);
 const { chromium, skip, inChromium } = require(path.join(root, 'wasm', 'test', 'browser', 'chromium.js'));
-const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || path.join(root, 'bench', 'results', 'browser.json');
+const args = parseBenchArgs(process.argv, 'node bench/browser/bench.mjs [OUT.json]  (default: bench/results/browser.json)');
+const out = args.out || path.join(root, 'bench', 'results', 'browser.json');
 
 if (skip) {
   console.log(`bench-browser: ${skip}; bench/results/browser.json not written`);

@@ -14,25 +14,29 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { conditionsBefore, writeResults } from '../machine.mjs';
+import { conditionsBefore, parseBenchArgs, writeResults } from '../machine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
 const require = createRequire(import.meta.url);
 const asyncnd = require(path.join(root, 'wasm', 'index.cjs'));
 const chapter = require(path.join(root, 'experiments', 'chapter.cjs'));
-const args = process.argv.slice(2);
+// --e6-child=<mode>: one E6 run in a child process of this script, not for users.
+const args = parseBenchArgs(process.argv,
+  'node --experimental-wasm-relaxed-simd bench/wasm/bench.mjs [--only=e6] [OUT.json]  ' +
+  '(default OUT: bench/results/wasm.json; --only=e6 updates those figures in OUT)',
+  ['--only=', '--e6-child=']);
 
 const E6_BATCHES = 100, E6_THREADS = 2;
-const e6Child = (args.find((a) => a.startsWith('--e6-child=')) || '').slice('--e6-child='.length);
+const e6Child = args.options['--e6-child='] || '';
 if (e6Child) {
   const nd = await asyncnd.load({ threads: E6_THREADS, simd: 'simd128' });
   console.log(JSON.stringify(chapter.e6Run(nd, e6Child, { batches: E6_BATCHES })));
   process.exit(0);
 }
-const only = (args.find((a) => a.startsWith('--only=')) || '').slice('--only='.length);
-if (only && only !== 'e6') throw new Error(`bench.mjs: --only takes e6, got '${only}'`);
-const out = args.find((a) => !a.startsWith('--')) || path.join(root, 'bench', 'results', 'wasm.json');
+const only = args.options['--only='];
+if (only !== undefined && only !== 'e6') throw new Error(`bench.mjs: --only takes e6, got '${only}'`);
+const out = args.out || path.join(root, 'bench', 'results', 'wasm.json');
 
 const figures = {};
 const notes = {};
