@@ -25,8 +25,8 @@ namespace asyncnd_bench {
 
 using Clock = std::chrono::steady_clock;
 
-// A benchmark's command line, read before anything runs: the options it knows and at most
-// `max_plain` plain arguments (an output path, a count). `--help` or `-h` prints `usage` and exits
+// A benchmark's command line, read before anything runs: the options it knows and at most one
+// plain argument (an output path, a count). `--help` or `-h` prints `usage` and exits
 // 0; an option it does not know, or one plain argument too many, is an error that names it, with
 // the usage, and exits 2. (Once `bench_native --help` ran the whole bench and wrote its figures to
 // a file named "--help".) In `known`, a name ending in '=' takes a value (`--only=gemm`); the
@@ -60,12 +60,10 @@ struct BenchArgs {
 };
 
 inline BenchArgs parse_bench_args(int argc, char** argv, const char* usage,
-                                  std::initializer_list<const char*> known = {},
-                                  std::size_t max_plain = 1) {
+                                  std::initializer_list<const char*> known = {}) {
   BenchArgs a;
   a.prog = std::filesystem::path(argc > 0 ? argv[0] : "bench").filename().string();
   a.usage = usage;
-  const auto fail = [&](const std::string& why) { a.fail(why); };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -76,10 +74,7 @@ inline BenchArgs parse_bench_args(int argc, char** argv, const char* usage,
     const bool number = arg.size() > 1 && arg[0] == '-' && (std::isdigit((unsigned char)arg[1]) ||
                                                             arg[1] == '.');
     if (arg.empty() || arg[0] != '-' || number) {
-      if (a.plain.size() == max_plain)
-        fail("unexpected argument '" + arg + "'" +
-             (max_plain == 0 ? " (this program takes none)"
-                             : " (at most " + std::to_string(max_plain) + " plain)"));
+      if (!a.plain.empty()) a.fail("unexpected argument '" + arg + "' (one at most)");
       a.plain.push_back(arg);
       continue;
     }
@@ -89,13 +84,13 @@ inline BenchArgs parse_bench_args(int argc, char** argv, const char* usage,
       if (!name.empty() && name.back() == '=') {
         if (arg.rfind(name, 0) == 0) a.options[name] = arg.substr(name.size()), found = true;
         else if (arg == name.substr(0, name.size() - 1))
-          fail("option '" + arg + "' needs a value: " + name + "VALUE");
+          a.fail("option '" + arg + "' needs a value: " + name + "VALUE");
       } else if (arg == name) {
         a.options[name] = "", found = true;
       }
       if (found) break;
     }
-    if (!found) fail("unknown option '" + arg + "'");
+    if (!found) a.fail("unknown option '" + arg + "'");
   }
   return a;
 }
