@@ -774,6 +774,10 @@ std::string machine_json() {
     << ", \"sgemm1000_best_kernel\": " << json_str(g_best_kernel)
     << ", \"cpu_workers\": " << engine().num_workers()
     << ", \"cpu_pacing\": " << json_str(pacing_name(engine().pacing()))
+    // The CPU allocator's bound follows the memory (CachingAllocator::default_limit), and E6's
+    // default run faults blocks in again when it is smaller than what the run holds.
+    << ", \"cpu_cache_mb\": " << (detail::cpu_cache_limit() >> 20)
+    << ", \"max_inflight_mb\": " << (engine().stats().max_inflight_bytes >> 20)
     << ", \"engine\": " << json_str(engine().kind() == EngineKind::kThreaded ? "threaded" : "naive")
     << ", \"env_OPENBLAS_CORETYPE\": " << json_str(env_or("OPENBLAS_CORETYPE", ""))
     << ", \"env_ASYNCND_BLAS_THREADS\": " << json_str(env_or("ASYNCND_BLAS_THREADS", ""))
