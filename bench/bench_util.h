@@ -1,5 +1,6 @@
 // Helpers shared by the benchmark programs (bench/*.cpp): their command lines, wall time, medians,
-// where bench/ is, and running a peer's script (bench/torch_peer.py) for its figures, the CPU's name.
+// where bench/ is, and running a peer's script (bench/torch_peer.py) for its figures, the CPU's
+// name.
 #pragma once
 
 #include <algorithm>

@@ -515,9 +515,9 @@ CachingAllocator::Stats CachingAllocator::Impl::stats() const {
 // ---- CachingAllocator -------------------------------------------------------------------------
 
 std::size_t CachingAllocator::default_limit_for(std::uint64_t memory_bytes) {
-  const std::uint64_t b =
-      memory_bytes == 0 ? kDefaultInflightBytesCap : default_max_inflight_bytes(memory_bytes);
-  return static_cast<std::size_t>(std::min<std::uint64_t>(b, SIZE_MAX));
+  // At most the cap (512 MiB), so it fits a size_t anywhere.
+  return static_cast<std::size_t>(
+      memory_bytes == 0 ? kDefaultInflightBytesCap : default_max_inflight_bytes(memory_bytes));
 }
 
 std::size_t CachingAllocator::default_limit() {

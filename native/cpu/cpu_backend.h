@@ -30,8 +30,9 @@ std::size_t cpu_cached_bytes();
 
 // The bound on cached bytes: by default the engine's default byte bound (a quarter of the memory
 // the program may use, at most 512 MiB: CachingAllocator::default_limit), or ASYNCND_CPU_CACHE_MB
-// (in MiB) read on first use. Setting it releases cached blocks over the new bound at once; 0 turns caching off, small
-// blocks included (other threads drop their private blocks on their next allocation or free).
+// (in MiB) read on first use. Setting it releases cached blocks over the new bound at once; 0
+// turns caching off, small blocks included (other threads drop their private blocks on their next
+// allocation or free).
 // For tests and benchmarks; any thread. The cache is compiled out in AddressSanitizer builds.
 void set_cpu_cache_limit(std::size_t bytes);
 std::size_t cpu_cache_limit();
