@@ -3,13 +3,17 @@
 #   make setup          apt packages (only the missing ones; no apt call when all are there),
 #                       and Node 20 into tools/node/ where node is missing or older
 #   make build          Release build into build/
-#   make test           build + ctest, then make test-wasm, test-web, test-sanitize, test-clang
+#   make test           build + ctest, then make test-wasm, test-web, test-sanitize, test-clang,
+#                       test-arm64
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make test-clang     everything built with clang (build-clang/), and the tests run
+#   make test-arm64     the library, tests and examples cross-built for 64-bit ARM (build-arm64/)
+#                       and the native suite run under qemu-user; installs the cross compiler,
+#                       qemu-user and the arm64 OpenBLAS first (adds arm64 to dpkg's architectures)
 #   make fuzz           long seeded fuzz runs, native and wasm (FUZZ_SEEDS, FUZZ_STEPS)
 #   make demo           the chapter's experiments (examples/cpp/chapter.cpp)
 #   make demo-dist      the MLP trained data-parallel on 2 MPI ranks (examples/cpp/dist_mlp.cpp)
@@ -25,7 +29,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang setup-arm64 test-arm64
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -86,6 +90,7 @@ test: build
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-arm64
 
 # Emscripten's tools need Node to find Debian's acorn: without NODE_PATH, em++ fails in
 # acorn-optimizer.js ("Cannot find module 'acorn'"). The first build with these flags also builds
@@ -150,6 +155,37 @@ test-clang: setup
 	cmake --build build-clang -j$(JOBS)
 	build-clang/asyncnd_tests
 
+# 64-bit ARM (AArch64: cloud Graviton/Ampere machines, Apple silicon under Linux), where none of
+# the x86 paths run: the SIMD layer compiles to NEON, the GEMM's choice sees no AVX, spin waits
+# use yield. Cross-compiled with Debian's g++-aarch64-linux-gnu against the arm64 OpenBLAS
+# (multiarch), the tests run under qemu-user (cmake/aarch64-linux-gnu.cmake says how). This checks
+# that the code builds and computes right there, not its speed: qemu emulates the instructions.
+# Without CUDA or MPI (no arm64 toolkit here); without the benchmarks (timings under emulation
+# say nothing).
+ARM64_PACKAGES := g++-aarch64-linux-gnu qemu-user libopenblas-dev:arm64 libstdc++6:arm64
+setup-arm64:
+	@missing=""; \
+	for p in $(ARM64_PACKAGES); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then \
+	  echo "setup-arm64: all packages present ($(ARM64_PACKAGES))"; \
+	else \
+	  if ! dpkg --print-foreign-architectures | grep -qx arm64; then \
+	    echo "setup-arm64: adding arm64 to dpkg's architectures, for the arm64 libraries"; \
+	    $(SUDO) dpkg --add-architecture arm64; \
+	  fi; \
+	  echo "setup-arm64: installing$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test-arm64: setup setup-arm64
+	$(CONFIGURE) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/aarch64-linux-gnu.cmake \
+	  -DASYNCND_WITH_CUDA=OFF -DASYNCND_BUILD_BENCH=OFF -S . -B build-arm64
+	cmake --build build-arm64 -j$(JOBS)
+	cd build-arm64 && ctest --output-on-failure
+
 demo: build
 	./build/example_chapter
 
@@ -213,7 +249,7 @@ bench-browser: wasm
 	fi
 
 clean:
-	rm -rf build build-tsan build-asan build-clang build-wasm wasm/dist web/vendor
+	rm -rf build build-tsan build-asan build-clang build-arm64 build-wasm wasm/dist web/vendor
 
 # The web playground (web/). Its npm packages (chart, graph, editor libraries; playwright-core for
 # the tests) come from web/package-lock.json, installed only when node_modules is missing or older

@@ -1,6 +1,7 @@
 # ctest install_consumer: install this build into a fresh prefix, then configure, build and run
 # tests/consumer against it with find_package(asyncnd), as an outside project would.
-# Inputs (-D): BUILD_DIR WORK_DIR SOURCE_DIR GENERATOR CXX_COMPILER BUILD_TYPE.
+# Inputs (-D): BUILD_DIR WORK_DIR SOURCE_DIR GENERATOR CXX_COMPILER BUILD_TYPE; in a cross build
+# TOOLCHAIN_FILE (the consumer is built with it too) and EMULATOR (runs the consumer), else empty.
 if(NOT BUILD_TYPE)
   set(BUILD_TYPE Release)
 endif()
@@ -17,9 +18,9 @@ endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --config ${BUILD_TYPE})
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -D CMAKE_CXX_COMPILER=${CXX_COMPILER} -D CMAKE_BUILD_TYPE=${BUILD_TYPE}
-    -D CMAKE_PREFIX_PATH=${prefix})
+    -D CMAKE_PREFIX_PATH=${prefix} "-DCMAKE_TOOLCHAIN_FILE=${TOOLCHAIN_FILE}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --config ${BUILD_TYPE})
-run(${WORK_DIR}/build/consumer)
+run(${EMULATOR} ${WORK_DIR}/build/consumer)
 if(EXISTS ${WORK_DIR}/build/consumer_dist)  # built when the installed asyncnd has asyncnd::dist
-  run(${WORK_DIR}/build/consumer_dist)
+  run(${EMULATOR} ${WORK_DIR}/build/consumer_dist)
 endif()

@@ -45,10 +45,26 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // Runs this test binary again on one hidden test case, with OPENBLAS_CORETYPE unset and `before`
 // in front of it (more environment, or a command that runs it: `env` takes both), and returns
-// what it printed (stdout and stderr) and its exit status.
+// what it printed (stdout and stderr) and its exit status. In a cross build (make test-arm64) the
+// binary runs under the toolchain's emulator, ASYNCND_TEST_EMULATOR (CMake's
+// CMAKE_CROSSCOMPILING_EMULATOR): the shell would not know how to run it. The binary's path comes
+// from readlink, which qemu-user answers with the emulated program, where /proc/PID/exe would be
+// qemu itself.
 inline std::string run_child(const std::string& before, const std::string& test, int* status) {
-  const std::string cmd = "env -u OPENBLAS_CORETYPE " + before + " /proc/" +
-                          std::to_string(::getpid()) + "/exe '" + test + "' 2>&1";
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    *status = -1;
+    return "run_child: readlink(/proc/self/exe) failed";
+  }
+  self[n] = '\0';
+#ifdef ASYNCND_TEST_EMULATOR
+  const std::string runner = std::string(ASYNCND_TEST_EMULATOR) + " ";
+#else
+  const std::string runner;
+#endif
+  const std::string cmd = "env -u OPENBLAS_CORETYPE " + before + " " + runner + "'" + self +
+                          "' '" + test + "' 2>&1";
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[512];

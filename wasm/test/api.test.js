@@ -219,6 +219,26 @@ test('random numbers: seeded, reproducible, with the requested moments', async (
   });
 });
 
+// The same digests as the native test "random floats: the same seed gives the same bits on every
+// CPU and in WebAssembly" (tests/test_ops_random.cpp): FNV-1a over the float32 bits.
+test('random numbers: the same seed gives the same bits as natively (x86-64 and AArch64)', async () => {
+  const nd = await loading;
+  const fnv1a = (a) => {
+    let d = 1469598103934665603n;
+    for (const w of new Uint32Array(a.buffer, a.byteOffset, a.length)) {
+      d = ((d ^ BigInt(w)) * 1099511628211n) & 0xffffffffffffffffn;
+    }
+    return d.toString(16).padStart(16, '0');
+  };
+  nd.tidy(() => {
+    nd.seed(7);
+    const g = nd.random.normal([100003], 0.5, 2).dataSync();
+    const u = nd.random.uniform([100003], -1, 3).dataSync();
+    assert.equal(fnv1a(g), '27ecb4249957aac0');
+    assert.equal(fnv1a(u), '9d9d0ccbd5f9ac4d');
+  });
+});
+
 test('item, toString, shape, size, ndim', async () => {
   const nd = await loading;
   nd.tidy(() => {

@@ -12,9 +12,12 @@
 namespace asyncnd {
 namespace detail {
 
+// The spin-wait hint: pause on x86, yield on AArch64 (as the Linux kernel's cpu_relax).
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
 #endif
 }
 

@@ -2,8 +2,10 @@
 // transforms to uniform and normal floats. Counter-based: element i of stream s under key k is a
 // pure function of (k, s, i), so any split of the work, any worker count and any backend give the
 // same numbers. The batch loops are written over structure-of-arrays so that compilers vectorise
-// them (GCC and clang, x86 and WebAssembly SIMD128); log and sincos are our own polynomials
-// because libm calls do not vectorise.
+// them (GCC and clang, x86, AArch64 and WebAssembly SIMD128); log and sincos are our own
+// polynomials because libm calls do not vectorise, and so the floats are the same bits on every
+// machine, as long as nothing fuses a * b + c (the build says -ffp-contract=off, nvcc
+// -fmad=false).
 #pragma once
 
 #include <cstdint>

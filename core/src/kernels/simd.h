@@ -1,8 +1,10 @@
 // A thin 4-wide float SIMD layer on GCC/Clang vector extensions: the same source compiles to SSE
-// natively and to WebAssembly SIMD128 under Emscripten (-msimd128), with no intrinsics. Loads and
-// stores are unaligned (memcpy, which compiles to one movups / v128.load). No fused multiply-add,
-// except madd() in the relaxed-SIMD WebAssembly module: SIMD128 has none, and mul + add keeps
-// native and SIMD128 results equal. Host-only: CUDA code includes functors.h, never this header.
+// natively, to NEON on AArch64 and to WebAssembly SIMD128 under Emscripten (-msimd128), with no
+// intrinsics but madd's. Loads and stores are unaligned (memcpy, which compiles to one movups /
+// ldr q / v128.load). No fused multiply-add (the build says -ffp-contract=off), except madd() in
+// the GEMM on AArch64 and in the relaxed-SIMD WebAssembly module: SIMD128 has none, and mul + add
+// keeps native and SIMD128 results equal. Host-only: CUDA code includes functors.h, never this
+// header.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -10,6 +12,10 @@
 #endif
 
 #include <cstdint>
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 namespace asyncnd {
 namespace simd {
@@ -31,14 +37,20 @@ inline void store_lo2(float* p, f32x4 v) { __builtin_memcpy(p, &v, 2 * sizeof(fl
 inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
 inline f32x4 zero() { return f32x4{0.0f, 0.0f, 0.0f, 0.0f}; }
 
-// a * b + c. Compiled with -mrelaxed-simd (only the GEMM of wasm/'s relaxed module, which
-// wasm/tools/relaxed_opcodes.cjs finishes) it is one f32x4.relaxed_madd: fused (one rounding) or
-// not (two), as the hardware has it, so its results may differ from mul + add in the last bits.
-// Elsewhere mul + add, as written.
+// a * b + c, for the GEMM's micro-kernel only. Compiled with -mrelaxed-simd (only the GEMM of
+// wasm/'s relaxed module, which wasm/tools/relaxed_opcodes.cjs finishes) it is one
+// f32x4.relaxed_madd: fused (one rounding) or not (two), as the hardware has it, so its results
+// may differ from mul + add in the last bits. On AArch64, where every core has it, one fused
+// fmla (a GEMM's results differ between kernels in the last bits anyway). Elsewhere mul + add,
+// as written.
 inline f32x4 madd(f32x4 a, f32x4 b, f32x4 c) {
 #if defined(__wasm_relaxed_simd__)
   // LLVM 14 names it f32x4.fma and emits the prototype's opcode; the build rewrites it.
   return __builtin_wasm_fma_f32x4(a, b, c);
+#elif defined(__aarch64__)
+  return reinterpret_cast<f32x4>(vfmaq_f32(reinterpret_cast<float32x4_t>(c),
+                                           reinterpret_cast<float32x4_t>(a),
+                                           reinterpret_cast<float32x4_t>(b)));
 #else
   return a * b + c;
 #endif
