@@ -4,13 +4,15 @@
 #                       and Node 20 into tools/node/ where node is missing or older
 #   make build          Release build into build/
 #   make test           build + ctest, then make test-wasm, test-web, test-sanitize, test-clang,
-#                       test-arm64
+#                       test-x86-cpus, test-arm64
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make test-clang     everything built with clang (build-clang/), and the tests run
+#   make test-x86-cpus  the native tests (build/) under qemu-x86_64 emulating older x86-64 CPUs:
+#                       Nehalem (no AVX) and Haswell (AVX2 and FMA, no AVX-512)
 #   make test-arm64     the library, tests and examples cross-built for 64-bit ARM (build-arm64/)
 #                       and the native suite run under qemu-user; installs the cross compiler,
 #                       qemu-user and the arm64 OpenBLAS first (adds arm64 to dpkg's architectures)
@@ -29,7 +31,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang setup-arm64 test-arm64
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang setup-arm64 test-arm64 test-x86-cpus setup-qemu
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -90,6 +92,7 @@ test: build
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-x86-cpus
 	$(MAKE) --no-print-directory test-arm64
 
 # Emscripten's tools need Node to find Debian's acorn: without NODE_PATH, em++ fails in
@@ -155,6 +158,33 @@ test-clang: setup
 	cmake --build build-clang -j$(JOBS)
 	build-clang/asyncnd_tests
 
+# The native test binary on x86-64 CPUs older than the one at hand, emulated by qemu-user (its
+# TCG has SSE4.2, AVX, AVX2 and FMA, not AVX-512): Nehalem, where OpenBLAS and the portable GEMM
+# fall back to SSE, and Haswell, where `auto` must end on an AVX2 kernel without AVX-512. Every
+# kernel and the GEMM's choice meet a CPU without the instructions they must not use there (one
+# that did would die of SIGILL), and the tests that start the binary again start it under the same
+# emulated CPU (ASYNCND_TEST_EMULATOR). OPENBLAS_CORETYPE is unset for these runs only: it
+# describes this machine (Haswell is preset on some of ours), not the emulated one. The backend
+# would refuse to call such a core on a Nehalem (a test checks that), but the tests that drive
+# OpenBLAS directly would not. qemu's warnings about CPUID bits TCG lacks (pcid, ...) are dropped.
+setup-qemu:
+	@if dpkg -s qemu-user 2>/dev/null | grep -q '^Status: install ok installed'; then \
+	  echo "setup-qemu: qemu-user present"; \
+	else \
+	  echo "setup-qemu: installing qemu-user"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-user; \
+	fi
+
+X86_CPUS ?= Nehalem Haswell
+test-x86-cpus: build setup-qemu
+	@for c in $(X86_CPUS); do \
+	  echo "test-x86-cpus: build/asyncnd_tests under qemu-x86_64 -cpu $$c"; \
+	  env -u OPENBLAS_CORETYPE ASYNCND_TEST_EMULATOR="qemu-x86_64 -cpu $$c" \
+	    qemu-x86_64 -cpu $$c build/asyncnd_tests "~[gpu]" \
+	    2> >(grep -v "TCG doesn't support requested feature" >&2) || exit 1; \
+	done
+
 # 64-bit ARM (AArch64: cloud Graviton/Ampere machines, Apple silicon under Linux), where none of
 # the x86 paths run: the SIMD layer compiles to NEON, the GEMM's choice sees no AVX, spin waits
 # use yield. Cross-compiled with Debian's g++-aarch64-linux-gnu against the arm64 OpenBLAS
@@ -162,7 +192,7 @@ test-clang: setup
 # that the code builds and computes right there, not its speed: qemu emulates the instructions.
 # Without CUDA or MPI (no arm64 toolkit here); without the benchmarks (timings under emulation
 # say nothing).
-ARM64_PACKAGES := g++-aarch64-linux-gnu qemu-user libopenblas-dev:arm64 libstdc++6:arm64
+ARM64_PACKAGES := g++-aarch64-linux-gnu libopenblas-dev:arm64 libstdc++6:arm64
 setup-arm64:
 	@missing=""; \
 	for p in $(ARM64_PACKAGES); do \
@@ -180,7 +210,7 @@ setup-arm64:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-test-arm64: setup setup-arm64
+test-arm64: setup setup-qemu setup-arm64
 	$(CONFIGURE) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/aarch64-linux-gnu.cmake \
 	  -DASYNCND_WITH_CUDA=OFF -DASYNCND_BUILD_BENCH=OFF -S . -B build-arm64
 	cmake --build build-arm64 -j$(JOBS)

@@ -49,6 +49,40 @@ TEST_CASE("gemm selection: fallback cores and the better ones for each CPU", "[g
   CHECK(better_cores("Zen", zen3).empty());
 }
 
+TEST_CASE("gemm selection: what each OpenBLAS core type needs that a CPU may lack",
+          "[gemm][select]") {
+  using asyncnd::detail::core_needs_missing;
+  CpuFeatures nehalem;  // SSE only
+  CpuFeatures sandy = nehalem;
+  sandy.avx = true;
+  CpuFeatures haswell = sandy;
+  haswell.avx2 = haswell.fma = true;
+  CpuFeatures skx = haswell;
+  skx.avx512 = true;
+  CpuFeatures piledriver = sandy;
+  piledriver.fma = piledriver.fma4 = true;
+  for (const char* core : {"SkylakeX", "cooperlake", "SapphireRapids"}) {
+    INFO(core);
+    CHECK(core_needs_missing(core, haswell) == "AVX-512 (F, BW, VL and DQ)");
+    CHECK(core_needs_missing(core, skx).empty());
+  }
+  for (const char* core : {"Haswell", "ZEN"}) {
+    INFO(core);
+    CHECK(core_needs_missing(core, sandy) == "AVX2 and FMA");
+    CHECK(core_needs_missing(core, haswell).empty());
+  }
+  CHECK(core_needs_missing("Sandybridge", nehalem) == "AVX");
+  CHECK(core_needs_missing("Sandybridge", sandy).empty());
+  CHECK(core_needs_missing("Bulldozer", haswell) == "AVX and FMA4");  // Intel has no FMA4
+  CHECK(core_needs_missing("Bulldozer", piledriver).empty());
+  CHECK(core_needs_missing("Excavator", haswell) == "AVX, FMA and FMA4");
+  CHECK(core_needs_missing("Piledriver", piledriver).empty());
+  for (const char* core : {"Prescott", "Nehalem", "Core2", "armv8", "NoSuchCore"}) {
+    INFO(core);
+    CHECK(core_needs_missing(core, nehalem).empty());  // SSE cores, and names it does not know
+  }
+}
+
 TEST_CASE("gemm selection: ASYNCND_GEMM values, and a clear error for a bad one", "[gemm][select]") {
   CHECK(gemm_choice_from_env(nullptr, true) == GemmChoice::kAuto);
   CHECK(gemm_choice_from_env("", true) == GemmChoice::kAuto);
@@ -368,5 +402,54 @@ TEST_CASE("gemm selection: a build without OpenBLAS runs our AVX-512 GEMM, else 
     WARN("SKIPPED for the AVX-512 choice: this CPU (or build) has no AVX-512 (F, BW, VL and DQ)");
   }
   CHECK(select_cpu_gemm(GemmChoice::kPortable, nullptr, cpu, 2).which == GemmKernel::kPortable);
+}
+#endif
+
+#if ASYNCND_HAVE_OPENBLAS && (defined(__x86_64__) || defined(__i386__))
+// Run by the test below in a child process with OPENBLAS_CORETYPE=Haswell: the choice on a CPU
+// without AVX (all features false), as if the variable had been set for another machine.
+TEST_CASE("gemm selection: a forced core the CPU cannot run (child)", "[.][gemm-child]") {
+  using asyncnd::detail::select_cpu_gemm;
+  const CpuFeatures sse_only;
+  const asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", sse_only, 2);
+  std::printf("kernel=%s\nreason=%s\n", s.kernel.c_str(), s.reason.c_str());
+  try {
+    select_cpu_gemm(GemmChoice::kOpenblas, "Haswell", sse_only, 2);
+    std::printf("openblas=chosen\n");
+  } catch (const asyncnd::Error& e) {
+    std::printf("openblas_error=%s\n", e.what());
+  }
+}
+
+TEST_CASE("gemm selection: an OPENBLAS_CORETYPE that this CPU cannot run is never called, and "
+          "the process lives",
+          "[gemm][select]") {
+  // The decision, for a CPU without AVX: OpenBLAS loaded Haswell because the variable says so.
+  int status = 0;
+  std::string out = run_child("OPENBLAS_CORETYPE=Haswell",
+                              "gemm selection: a forced core the CPU cannot run (child)", &status);
+  INFO(out);
+  REQUIRE(status == 0);
+  CHECK(line_after(out, "kernel=") == "portable");
+  CHECK(line_after(out, "reason=") ==
+        "OpenBLAS loaded its kernel Haswell (OPENBLAS_CORETYPE=Haswell set by the user), but this "
+        "CPU lacks what it needs (AVX2 and FMA): its first GEMM would stop the process with an "
+        "illegal instruction; asyncnd's portable GEMM instead");
+  CHECK_THAT(line_after(out, "openblas_error="),
+             Catch::StartsWith("ASYNCND_GEMM=openblas: OpenBLAS loaded its kernel Haswell") &&
+                 Catch::EndsWith("unset OPENBLAS_CORETYPE or set a core type this CPU runs, or "
+                                 "use auto"));
+  // And for real: a fresh process with OPENBLAS_CORETYPE=Haswell computes right on this CPU. On
+  // one without AVX2 (make test-x86-cpus runs this under an emulated Nehalem) it runs the
+  // portable GEMM and says why on stderr, where OpenBLAS's Haswell kernel would kill it.
+  out = run_child("-u ASYNCND_GEMM OPENBLAS_CORETYPE=Haswell", "gemm selection: report (child)",
+                  &status);
+  REQUIRE(status == 0);
+  CHECK(line_after(out, "dotsum=") == "54");
+  const CpuFeatures cpu = asyncnd::detail::cpu_features();
+  if (!(cpu.avx2 && cpu.fma)) {
+    CHECK(line_after(out, "kernel=") == "portable");
+    CHECK_THAT(out, Catch::Contains("asyncnd: CPU GEMM: OpenBLAS loaded its kernel Haswell"));
+  }
 }
 #endif

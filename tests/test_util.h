@@ -45,11 +45,12 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // Runs this test binary again on one hidden test case, with OPENBLAS_CORETYPE unset and `before`
 // in front of it (more environment, or a command that runs it: `env` takes both), and returns
-// what it printed (stdout and stderr) and its exit status. In a cross build (make test-arm64) the
-// binary runs under the toolchain's emulator, ASYNCND_TEST_EMULATOR (CMake's
-// CMAKE_CROSSCOMPILING_EMULATOR): the shell would not know how to run it. The binary's path comes
-// from readlink, which qemu-user answers with the emulated program, where /proc/PID/exe would be
-// qemu itself.
+// what it printed (stdout and stderr) and its exit status. Under an emulator the child runs under
+// it too: the environment's ASYNCND_TEST_EMULATOR (make test-x86-cpus: "qemu-x86_64 -cpu
+// Nehalem", so that the child sees the same emulated CPU), else in a cross build (make
+// test-arm64) the toolchain's CMAKE_CROSSCOMPILING_EMULATOR, compiled in: the shell would not
+// know how to run an AArch64 binary. The binary's path comes from readlink, which qemu-user
+// answers with the emulated program, where /proc/PID/exe would be qemu itself.
 inline std::string run_child(const std::string& before, const std::string& test, int* status) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -59,10 +60,11 @@ inline std::string run_child(const std::string& before, const std::string& test,
   }
   self[n] = '\0';
 #ifdef ASYNCND_TEST_EMULATOR
-  const std::string runner = std::string(ASYNCND_TEST_EMULATOR) + " ";
+  std::string runner = std::string(ASYNCND_TEST_EMULATOR) + " ";
 #else
-  const std::string runner;
+  std::string runner;
 #endif
+  if (const char* e = std::getenv("ASYNCND_TEST_EMULATOR")) runner = std::string(e) + " ";
   const std::string cmd = "env -u OPENBLAS_CORETYPE " + before + " " + runner + "'" + self +
                           "' '" + test + "' 2>&1";
   std::string out;

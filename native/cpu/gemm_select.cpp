@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 
 #include "asyncnd/error.h"
@@ -46,8 +47,27 @@ CpuFeatures cpu_features() {
   f.fma = __builtin_cpu_supports("fma");
   f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  f.avx = __builtin_cpu_supports("avx");
+  f.fma4 = __builtin_cpu_supports("fma4");
 #endif
   return f;
+}
+
+std::string core_needs_missing(const std::string& corename, const CpuFeatures& cpu) {
+  auto is = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      if (::strcasecmp(corename.c_str(), n) == 0) return true;
+    }
+    return false;
+  };
+  if (is_avx512_core(corename)) return cpu.avx512 ? "" : "AVX-512 (F, BW, VL and DQ)";
+  if (is({"Haswell", "Zen"})) return cpu.avx2 && cpu.fma ? "" : "AVX2 and FMA";
+  if (is({"Sandybridge"})) return cpu.avx ? "" : "AVX";
+  if (is({"Bulldozer"})) return cpu.avx && cpu.fma4 ? "" : "AVX and FMA4";
+  if (is({"Piledriver", "Steamroller", "Excavator"})) {
+    return cpu.avx && cpu.fma && cpu.fma4 ? "" : "AVX, FMA and FMA4";
+  }
+  return "";
 }
 
 bool is_fallback_core(const std::string& corename) {
@@ -316,6 +336,30 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     return own_selection(g, var + ", after its self-test passed", loaded);
   }
 #if defined(ASYNCND_HAVE_OPENBLAS) && ASYNCND_HAVE_OPENBLAS
+  if (const std::string missing = core_needs_missing(loaded, cpu); !missing.empty()) {
+    // Not even its self-test may run: it would stop the process.
+    const std::string what =
+        "OpenBLAS loaded its kernel " + loaded +
+        (user_coretype ? std::string(" (OPENBLAS_CORETYPE=") + user_coretype + " set by the user)"
+                       : std::string()) +
+        ", but this CPU lacks what it needs (" + missing +
+        "): its first GEMM would stop the process with an illegal instruction";
+    if (choice == GemmChoice::kOpenblas) {
+      throw Error("ASYNCND_GEMM=openblas: " + what +
+                  "; unset OPENBLAS_CORETYPE or set a core type this CPU runs, or use auto");
+    }
+    for (const OwnGemm& g : {avx512, avx2}) {
+      if (!g.applies || !own_self_test(g).empty()) continue;
+      GemmSelection ours = own_selection(
+          g, what + "; asyncnd's " + g.name + " GEMM instead, after its self-test passed", loaded);
+      std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", ours.reason.c_str());
+      return ours;
+    }
+    GemmSelection portable{"portable", what + "; asyncnd's portable GEMM instead", loaded,
+                           GemmKernel::kPortable};
+    std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", portable.reason.c_str());
+    return portable;
+  }
   GemmSelection s = select_openblas_gemm(choice, user_coretype, cpu);
   if (choice == GemmChoice::kOpenblas) return s;
   const std::string core = openblas_get_corename();

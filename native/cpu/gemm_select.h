@@ -17,8 +17,17 @@ namespace detail {
 // set OpenBLAS's SkylakeX kernels use).
 struct CpuFeatures {
   bool avx2 = false, fma = false, avx512 = false;
+  bool avx = false, fma4 = false;  // what the pre-AVX2 AVX cores need (Sandybridge, Bulldozer...)
 };
 CpuFeatures cpu_features();
+
+// What an OpenBLAS core type's kernels need that `cpu` lacks, as a reason says it ("AVX2 and
+// FMA"); "" when the CPU has it all, or for a core this list does not know (the SSE ones run on
+// every x86-64 CPU). OpenBLAS takes a core type forced by OPENBLAS_CORETYPE without checking, and
+// its first GEMM then dies of an illegal instruction: the choice below never calls it. Needs:
+// SkylakeX, Cooperlake, SapphireRapids AVX-512 (F, BW, VL and DQ); Haswell, Zen AVX2 and FMA;
+// Sandybridge AVX; Bulldozer AVX and FMA4; Piledriver, Steamroller, Excavator AVX, FMA and FMA4.
+std::string core_needs_missing(const std::string& corename, const CpuFeatures& cpu);
 
 // True for the OpenBLAS core types whose SGEMM kernels predate AVX2 (Katmai ... Prescott, Core2,
 // Nehalem, Sandybridge, the older AMD ones): OpenBLAS 0.3.21 falls back to one of them on a CPU
@@ -68,7 +77,11 @@ struct GemmSelection {
 // `blas_threads` the GEMM's thread count (cpu_backend.cpp's BLAS thread policy:
 // ASYNCND_BLAS_THREADS, else OpenBLAS's own variables, else program_cpu_limit().cpus).
 // - portable: core's GEMM. avx512, avx2: ours, or an asyncnd::Error when the CPU lacks AVX-512
-//   (AVX2 with FMA) or the GEMM fails its self-test here. openblas: OpenBLAS as it loaded.
+//   (AVX2 with FMA) or the GEMM fails its self-test here. openblas: OpenBLAS as it loaded, or an
+//   asyncnd::Error when that core needs instructions this CPU lacks (core_needs_missing).
+// - auto, where OpenBLAS loaded a core this CPU cannot run (OPENBLAS_CORETYPE set for another
+//   machine): OpenBLAS is never called; our best GEMM that applies and passes its self-test
+//   (AVX-512, AVX2, else portable), said once on stderr. The variable is left as the user set it.
 // - auto, on a CPU with AVX-512: our AVX-512 GEMM once its self-test passes, unless OpenBLAS's
 //   kernel uses AVX-512 too and the GEMM has one thread (then the two are level and OpenBLAS
 //   stays). OpenBLAS itself is left as select_openblas_gemm left it (a fallback core switched, a
