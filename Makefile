@@ -31,7 +31,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang setup-arm64 test-arm64 test-x86-cpus setup-qemu
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang
+.PHONY: setup-qemu test-x86-cpus setup-arm64 test-arm64
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten

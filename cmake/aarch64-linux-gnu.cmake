@@ -3,7 +3,8 @@
 # libopenblas-dev:arm64, libstdc++6:arm64), and the programs run under qemu-user, which ctest
 # uses through CMAKE_CROSSCOMPILING_EMULATOR. `make test-arm64` installs all of it and runs the
 # native test suite this way. By hand:
-#   cmake -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DASYNCND_WITH_CUDA=OFF -S . -B build-arm64
+#   cmake -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DASYNCND_WITH_CUDA=OFF \
+#         -S . -B build-arm64
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)

@@ -411,7 +411,8 @@ TEST_CASE("gemm selection: a build without OpenBLAS runs our AVX-512 GEMM, else 
 TEST_CASE("gemm selection: a forced core the CPU cannot run (child)", "[.][gemm-child]") {
   using asyncnd::detail::select_cpu_gemm;
   const CpuFeatures sse_only;
-  const asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Haswell", sse_only, 2);
+  const asyncnd::detail::GemmSelection s =
+      select_cpu_gemm(GemmChoice::kAuto, "Haswell", sse_only, 2);
   std::printf("kernel=%s\nreason=%s\n", s.kernel.c_str(), s.reason.c_str());
   try {
     select_cpu_gemm(GemmChoice::kOpenblas, "Haswell", sse_only, 2);
