@@ -4,13 +4,15 @@
 #                       and Node 20 into tools/node/ where node is missing or older
 #   make build          Release build into build/
 #   make test           build + ctest, then make test-wasm, test-web, test-sanitize, test-clang,
-#                       test-x86-cpus, test-arm64
+#                       test-noblas, test-x86-cpus, test-arm64
 #   make wasm           the WebAssembly module (Emscripten) into wasm/dist/, for the npm package
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
 #   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
 #   make test-clang     everything built with clang (build-clang/), and the tests run
+#   make test-noblas    the native tests built without OpenBLAS (build-noblas/), as
+#                       -DASYNCND_WITH_OPENBLAS=OFF gives a user
 #   make test-x86-cpus  the native tests (build/) under qemu-x86_64 emulating older x86-64 CPUs:
 #                       Nehalem (no AVX) and Haswell (AVX2 and FMA, no AVX-512)
 #   make test-arm64     the library, tests and examples cross-built for 64-bit ARM (build-arm64/)
@@ -31,7 +33,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
-.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang
+.PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang test-noblas
 .PHONY: setup-qemu test-x86-cpus setup-arm64 test-arm64
 
 JOBS ?= 2
@@ -93,6 +95,7 @@ test: build
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-noblas
 	$(MAKE) --no-print-directory test-x86-cpus
 	$(MAKE) --no-print-directory test-arm64
 
@@ -158,6 +161,16 @@ test-clang: setup
 	$(CONFIGURE) -DCMAKE_CXX_COMPILER=$(CLANGXX) -DASYNCND_WITH_CUDA=OFF -S . -B build-clang
 	cmake --build build-clang -j$(JOBS)
 	build-clang/asyncnd_tests
+
+# The build without OpenBLAS (-DASYNCND_WITH_OPENBLAS=OFF, an option README documents): the GEMM's
+# choice there (our AVX-512 or AVX2 GEMM where the CPU has it, else the portable one) is code that
+# no other build compiles, and the tests that use OpenBLAS give way to the portable GEMM's. Only
+# the test binary, without CUDA: the rest of the tree does not depend on the choice.
+test-noblas: setup
+	$(CONFIGURE) -DASYNCND_WITH_OPENBLAS=OFF -DASYNCND_WITH_CUDA=OFF -DASYNCND_BUILD_BENCH=OFF \
+	  -DASYNCND_BUILD_EXAMPLES=OFF -S . -B build-noblas
+	cmake --build build-noblas -j$(JOBS) --target asyncnd_tests
+	build-noblas/asyncnd_tests
 
 # The native test binary on x86-64 CPUs older than the one at hand, emulated by qemu-user (its
 # TCG has SSE4.2, AVX, AVX2 and FMA, not AVX-512): Nehalem, where OpenBLAS and the portable GEMM
@@ -280,7 +293,7 @@ bench-browser: wasm
 	fi
 
 clean:
-	rm -rf build build-tsan build-asan build-clang build-arm64 build-wasm wasm/dist web/vendor
+	rm -rf build build-tsan build-asan build-clang build-noblas build-arm64 build-wasm wasm/dist web/vendor
 
 # The web playground (web/). Its npm packages (chart, graph, editor libraries; playwright-core for
 # the tests) come from web/package-lock.json, installed only when node_modules is missing or older

@@ -310,6 +310,28 @@ GemmSelection own_selection(const OwnGemm& g, std::string reason, std::string lo
   return {g.name, std::move(reason), std::move(loaded_core), g.which};
 }
 
+// Where OpenBLAS is not to run (this build has none, or it loaded a kernel this CPU cannot run):
+// our AVX-512 GEMM, else our AVX2 one, where it applies and passes its self-test, else the
+// portable GEMM. `ours(g)` words the reason for one of ours, `portable` the portable GEMM's. A
+// self-test that fails is said once on stderr; so is the choice when `say_choice` is set.
+template <typename OursReason>
+GemmSelection own_else_portable(std::initializer_list<OwnGemm> candidates, OursReason ours,
+                                std::string portable, const std::string& loaded, bool say_choice) {
+  GemmSelection s{"portable", std::move(portable), loaded, GemmKernel::kPortable};
+  for (const OwnGemm& g : candidates) {
+    if (!g.applies) continue;
+    const std::string err = own_self_test(g);
+    if (err.empty()) {
+      s = own_selection(g, ours(g), loaded);
+      break;
+    }
+    std::fprintf(stderr, "asyncnd: CPU GEMM: asyncnd's %s GEMM failed its self-test: %s\n", g.name,
+                 err.c_str());
+  }
+  if (say_choice) std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", s.reason.c_str());
+  return s;
+}
+
 }  // namespace
 
 GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, const CpuFeatures& cpu,
@@ -348,17 +370,12 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
       throw Error("ASYNCND_GEMM=openblas: " + what +
                   "; unset OPENBLAS_CORETYPE or set a core type this CPU runs, or use auto");
     }
-    for (const OwnGemm& g : {avx512, avx2}) {
-      if (!g.applies || !own_self_test(g).empty()) continue;
-      GemmSelection ours = own_selection(
-          g, what + "; asyncnd's " + g.name + " GEMM instead, after its self-test passed", loaded);
-      std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", ours.reason.c_str());
-      return ours;
-    }
-    GemmSelection portable{"portable", what + "; asyncnd's portable GEMM instead", loaded,
-                           GemmKernel::kPortable};
-    std::fprintf(stderr, "asyncnd: CPU GEMM: %s\n", portable.reason.c_str());
-    return portable;
+    return own_else_portable(
+        {avx512, avx2},
+        [&](const OwnGemm& g) {
+          return what + "; asyncnd's " + g.name + " GEMM instead, after its self-test passed";
+        },
+        what + "; asyncnd's portable GEMM instead", loaded, /*say_choice=*/true);
   }
   GemmSelection s = select_openblas_gemm(choice, user_coretype, cpu);
   if (choice == GemmChoice::kOpenblas) return s;
@@ -414,19 +431,13 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
   (void)user_coretype;
   (void)blas_threads;
   const std::string no_blas = "this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF)";
-  for (const OwnGemm& g : {avx512, avx2}) {
-    if (!g.applies) continue;
-    const std::string err = own_self_test(g);
-    if (err.empty()) {
-      return own_selection(g,
-                           no_blas + ", and this CPU has " + g.isa + ": asyncnd's " + g.name +
-                               " GEMM, after its self-test passed",
-                           loaded);
-    }
-    std::fprintf(stderr, "asyncnd: CPU GEMM: asyncnd's %s GEMM failed its self-test: %s\n", g.name,
-                 err.c_str());
-  }
-  return {"portable", no_blas, loaded, GemmKernel::kPortable};
+  return own_else_portable(
+      {avx512, avx2},
+      [&](const OwnGemm& g) {
+        return no_blas + ", and this CPU has " + g.isa + ": asyncnd's " + g.name +
+               " GEMM, after its self-test passed";
+      },
+      no_blas, loaded, /*say_choice=*/false);
 #endif
 }
 
