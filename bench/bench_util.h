@@ -139,16 +139,37 @@ inline std::string bench_dir() {
   return "bench";
 }
 
-// The CPU's model name (/proc/cpuinfo), or "unknown".
+// The value of the first line of `text` that starts with `key` (after its ':', spaces
+// trimmed), or "".
+inline std::string field_value(std::istream& text, const char* key) {
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto c = line.find(':');
+    if (c == std::string::npos) continue;
+    const auto b = line.find_first_not_of(" \t", c + 1);
+    return b == std::string::npos ? "" : line.substr(b);
+  }
+  return "";
+}
+
+// The CPU's model name: /proc/cpuinfo's "model name" (x86-64), else lscpu's "Vendor ID" and
+// "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
+// names, e.g. "ARM Neoverse-N1"), else "unknown".
 inline std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
-    }
-  return "unknown";
+  if (std::string m = field_value(in, "model name"); !m.empty()) return m;
+  std::string vendor, model;
+  if (FILE* p = popen("LC_ALL=C lscpu 2>/dev/null", "r")) {
+    std::string out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+    std::istringstream a(out), b(out);
+    vendor = field_value(a, "Vendor ID");
+    model = field_value(b, "Model name");
+  }
+  if (model.empty() || model == "-") return "unknown";
+  return vendor.empty() || model.rfind(vendor, 0) == 0 ? model : vendor + " " + model;
 }
 
 // "N cores", or "N cores, M usable (affinity mask)" / "(cgroup CPU quota Q)" where the affinity

@@ -1,7 +1,23 @@
 // bench/machine.mjs: what the JavaScript benchmarks (bench/wasm, bench/browser) share: their
 // command lines, and what they record about the machine next to their figures.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+
+// The CPU's model name, as the native benches record it (bench/bench_util.h, cpu_model): Node's
+// where it has one, else lscpu's vendor and model (64-bit ARM's /proc/cpuinfo has only implementer
+// and part numbers, which lscpu names), else 'unknown'.
+export function cpuModel() {
+  const node = ((os.cpus()[0] || {}).model || '').trim();
+  if (node && node !== 'unknown') return node;
+  let out = '';
+  try { out = execFileSync('lscpu', { env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' }); } catch { return 'unknown'; }
+  const field = (key) => ((out.match(new RegExp(`^${key}:\\s*(.*)$`, 'm')) || [])[1] || '').trim();
+  const vendor = field('Vendor ID'), model = field('Model name');
+  if (!model || model === '-') return 'unknown';
+  return !vendor || model.startsWith(vendor) ? model : `${vendor} ${model}`;
+}
 
 // CPU busy over the next second (/proc/stat), while this thread sleeps: well above 0 means
 // another process was running and the figures are suspect. -1 where /proc/stat is unreadable.

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { conditionsBefore, parseBenchArgs, writeResults } from '../machine.mjs';
+import { conditionsBefore, cpuModel, parseBenchArgs, writeResults } from '../machine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
@@ -85,7 +85,7 @@ console.log('\n  per Worker (threads reported by the library; Web Workers it sta
 for (const [key, l] of Object.entries(libs)) console.log(`    ${key.padEnd(11)} ${JSON.stringify(l)}`);
 
 writeResults(out, { ...figures, libs }, {
-  cpu_model: (os.cpus()[0] || {}).model || 'unknown',
+  cpu_model: cpuModel(),
   cores: os.cpus().length,
   chromium: chromiumVersion,
   user_agent: r.userAgent,

@@ -48,13 +48,6 @@ std::map<std::string, double> read_flat_json(const std::string& path) {
   return out;
 }
 
-std::string first_line_with(const char* path, const char* prefix) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) return line.substr(line.find(':') + 2);
-  return "";
-}
-
 // Each key's median over the runs.
 std::map<std::string, double> median_of(const std::vector<std::map<std::string, double>>& runs) {
   std::map<std::string, std::vector<double>> all;
@@ -112,7 +105,7 @@ int main(int argc, char** argv) {
   std::ostringstream m;
   std::string load;
   std::getline(std::ifstream("/proc/loadavg"), load);
-  m << "{\"cpu_model\": \"" << first_line_with("/proc/cpuinfo", "model name") << "\", "
+  m << "{\"cpu_model\": \"" << asyncnd_bench::cpu_model() << "\", "
     << asyncnd_bench::cores_json() << ", \"gemm\": \"" << cpu_gemm().kernel
     << "\", \"ranks\": " << dist::size() << ", \"cpu_workers_per_rank\": "
     << engine().num_workers() << ", \"loadavg_end\": \"" << load << "\"}";

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { conditionsBefore, parseBenchArgs, writeResults } from '../machine.mjs';
+import { conditionsBefore, cpuModel, parseBenchArgs, writeResults } from '../machine.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
@@ -283,7 +283,7 @@ nd1.waitAll();
 nd2.waitAll();
 if (relaxed) { nd1r.waitAll(); nd2r.waitAll(); }
 writeResults(out, figures, {
-  cpu_model: (os.cpus()[0] || {}).model || 'unknown',
+  cpu_model: cpuModel(),
   cores: os.cpus().length,
   node: process.version,
   backend: nd.backend,
