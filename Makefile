@@ -9,7 +9,8 @@
 #   make test-wasm      make wasm, then the package's node --test suites (wasm/test/)
 #   make playground     make wasm, then the web playground on http://127.0.0.1:8080 (PORT=...)
 #   make test-web       the playground's server tests and its end-to-end test in headless Chromium
-#   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer (build-asan/) runs
+#   make test-sanitize  ThreadSanitizer (build-tsan/) and AddressSanitizer with UndefinedBehavior-
+#                       Sanitizer (build-asan/) runs
 #   make test-clang     everything built with clang (build-clang/), and the tests run
 #   make test-noblas    the native tests built without OpenBLAS (build-noblas/), as
 #                       -DASYNCND_WITH_OPENBLAS=OFF gives a user
@@ -148,9 +149,12 @@ test-sanitize: setup
 	@# reports false races inside sgemm. One BLAS thread keeps every GEMM on our (checked) threads.
 	cd build-tsan && ASYNCND_TEST_SCALE=0.1 ASYNCND_BLAS_THREADS=1 \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure
-	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=address -S . -B build-asan
+	@# The AddressSanitizer tree also has UndefinedBehaviorSanitizer (overflow, shifts, misaligned
+	@# or null accesses, bad enum values...): one build for both, and a report stops the test.
+	$(SAN_CONFIGURE) -DASYNCND_SANITIZE=address,undefined -S . -B build-asan
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ASYNCND_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure
+	cd build-asan && ASYNCND_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=1" \
+	  UBSAN_OPTIONS="print_stacktrace=1" ctest --output-on-failure
 
 # The library, tests, benchmarks and examples built with clang (Debian's clang-14, which the
 # emscripten package brings), then the tests: GCC accepts some code that C++17 does not (a lambda
