@@ -139,39 +139,6 @@ inline std::string bench_dir() {
   return "bench";
 }
 
-// The value of the first line of `text` that starts with `key` (after its ':', spaces
-// trimmed), or "".
-inline std::string field_value(std::istream& text, const char* key) {
-  for (std::string line; std::getline(text, line);) {
-    if (line.rfind(key, 0) != 0) continue;
-    const auto c = line.find(':');
-    if (c == std::string::npos) continue;
-    const auto b = line.find_first_not_of(" \t", c + 1);
-    return b == std::string::npos ? "" : line.substr(b);
-  }
-  return "";
-}
-
-// The CPU's model name: /proc/cpuinfo's "model name" (x86-64), else lscpu's "Vendor ID" and
-// "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
-// names, e.g. "ARM Neoverse-N1"), else "unknown".
-inline std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  if (std::string m = field_value(in, "model name"); !m.empty()) return m;
-  std::string vendor, model;
-  if (FILE* p = popen("LC_ALL=C lscpu 2>/dev/null", "r")) {
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-    std::istringstream a(out), b(out);
-    vendor = field_value(a, "Vendor ID");
-    model = field_value(b, "Model name");
-  }
-  if (model.empty() || model == "-") return "unknown";
-  return vendor.empty() || model.rfind(vendor, 0) == 0 ? model : vendor + " " + model;
-}
-
 // "N cores", or "N cores, M usable (affinity mask)" / "(cgroup CPU quota Q)" where the affinity
 // mask or a cgroup's CPU quota narrows them: what the engine's defaults count (program_cpu_limit;
 // pass it where the caller has read it already).
@@ -204,14 +171,24 @@ struct PeerRun {
   std::string output;
 };
 
+// What `command`, run through the shell, printed on stdout; `status` (when given) gets the shell's
+// exit status, or -1 when the command could not be started.
+inline std::string command_output(const std::string& command, int* status = nullptr) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (status) *status = -1;
+  if (!p) return out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int st = pclose(p);
+  if (status) *status = st;
+  return out;
+}
+
 // Runs `command` through the shell (append 2>&1 to see its errors in `output`) and reads it.
 inline PeerRun run_peer(const std::string& command, const char* prefix) {
   PeerRun r;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) return r;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) r.output += buf;
-  r.status = pclose(p);
+  r.output = command_output(command, &r.status);
   std::istringstream lines(r.output);
   std::string line;
   while (std::getline(lines, line)) {
@@ -223,6 +200,32 @@ inline PeerRun run_peer(const std::string& command, const char* prefix) {
       r.figures.emplace_back(key, v);
   }
   return r;
+}
+
+// The value of the first line of `text` that starts with `key` (after its ':', spaces
+// trimmed), or "".
+inline std::string field_value(std::istream& text, const char* key) {
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto c = line.find(':');
+    if (c == std::string::npos) continue;
+    const auto b = line.find_first_not_of(" \t", c + 1);
+    return b == std::string::npos ? "" : line.substr(b);
+  }
+  return "";
+}
+
+// The CPU's model name: /proc/cpuinfo's "model name" (x86-64), else lscpu's "Vendor ID" and
+// "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
+// names, e.g. "ARM Neoverse-N1"), else "unknown".
+inline std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  if (std::string m = field_value(in, "model name"); !m.empty()) return m;
+  const std::string out = command_output("LC_ALL=C lscpu 2>/dev/null");
+  std::istringstream a(out), b(out);
+  const std::string vendor = field_value(a, "Vendor ID"), model = field_value(b, "Model name");
+  if (model.empty() || model == "-") return "unknown";
+  return vendor.empty() || model.rfind(vendor, 0) == 0 ? model : vendor + " " + model;
 }
 
 }  // namespace asyncnd_bench
