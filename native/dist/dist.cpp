@@ -425,16 +425,28 @@ Overlap overlap(const std::vector<ProfileEvent>& events, const char* begin, cons
       if (e.push_us >= w.first && e.push_us <= w.second) return true;
     return false;
   };
+  // An allreduce op starts when the engine hands it to the communication thread, which issues
+  // collectives one at a time in sequence order (their completion order): one handed over while
+  // an earlier one ran waited for it. Its time on the thread starts when the earlier one ended.
+  std::vector<const ProfileEvent*> coll;
+  for (const ProfileEvent& e : events)
+    if (e.name == "dist_allreduce" || e.name == "dist_broadcast") coll.push_back(&e);
+  std::sort(coll.begin(), coll.end(),
+            [](const ProfileEvent* x, const ProfileEvent* y) { return x->end_us < y->end_us; });
   Overlap out;
-  for (const ProfileEvent& a : events) {
+  double previous_end = -1e300;
+  for (const ProfileEvent* c : coll) {
+    const ProfileEvent& a = *c;
+    const double start = std::max(a.start_us, std::min(previous_end, a.end_us));
+    previous_end = a.end_us;
     if (a.name != "dist_allreduce") continue;
-    out.comm_us += a.end_us - a.start_us;
+    out.comm_us += a.end_us - start;
     std::vector<std::pair<double, double>> cover;  // a's time covered by marked ops
     for (const ProfileEvent& e : events)
-      if (marked(e) && e.start_us < a.end_us && a.start_us < e.end_us)
-        cover.emplace_back(std::max(e.start_us, a.start_us), std::min(e.end_us, a.end_us));
+      if (marked(e) && e.start_us < a.end_us && start < e.end_us)
+        cover.emplace_back(std::max(e.start_us, start), std::min(e.end_us, a.end_us));
     std::sort(cover.begin(), cover.end());
-    double reach = a.start_us;
+    double reach = start;
     for (const auto& c : cover) {
       const double from = std::max(c.first, reach);
       if (c.second > from) {

@@ -136,6 +136,13 @@ struct DistributedOptions {
   // communication starts early. So the parameter that crosses the cap is the bucket's last.
   std::size_t bucket_bytes = 25u << 20;
   std::size_t first_bucket_bytes = 1u << 20;
+  // Slices of the last bucket. Its parameters are the first layers': backward writes their
+  // gradients last, so nothing of backward is left to hide their allreduce behind. Each CPU
+  // matrix there larger than slice_bytes has its gradient computed by backward in row slices of
+  // about this size (one GEMM each, when a single matrix product uses the parameter), and each
+  // slice is allreduced as soon as its GEMM ends, while the next slice's runs. 0 turns it off.
+  // The gradient is the same either way; p.grad() still holds it whole after backward.
+  std::size_t slice_bytes = 1u << 20;
   // The rank whose initial parameters every rank takes.
   int root = 0;
 };
@@ -173,6 +180,9 @@ class DistributedTrainer {
   void set_learning_rate(float lr);
   // The buckets: indices into the parameter list, in allreduce order.
   std::vector<std::vector<std::size_t>> buckets() const;
+  // Allreduces per step: one per bucket, plus one per row slice beyond the first
+  // (DistributedOptions::slice_bytes).
+  std::size_t collectives_per_step() const;
   // Bytes allreduced by one step.
   std::size_t bytes_per_step() const;
 

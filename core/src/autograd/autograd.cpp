@@ -73,6 +73,20 @@ void check_inplace_allowed(const char* op, const NDArray& target, const NDArray*
                 "); autograd cannot differentiate it: compute a new array instead (y = y + x)");
 }
 
+void want_grad_parts(const NDArray& leaf, int parts) {
+  AutogradInfo& ag = leaf.autograd_info();
+  ag.grad_row_parts = parts > 1 ? parts : 0;
+  if (parts <= 1) ag.grad_parts.clear();
+}
+
+std::vector<NDArray> take_grad_parts(const NDArray& leaf) {
+  const AutogradInfo* ag = leaf.autograd_info_if_any();
+  if (!ag || ag->grad_parts.empty()) return {};
+  std::vector<NDArray> parts = std::move(ag->grad_parts);
+  ag->grad_parts.clear();
+  return parts;
+}
+
 }  // namespace detail
 
 // ---- NDArray members ----------------------------------------------------------------------
@@ -86,6 +100,7 @@ void NDArray::attach_grad() {
                 " was computed while recording; attach gradients to the inputs instead");
   NDArray buf = nd::zeros(shape_, device());  // allocated before anything changes
   ag.grad = std::move(buf);
+  ag.grad_parts.clear();
   ag.requires_grad = true;
   ag.graph_freed = false;
 }
@@ -97,6 +112,7 @@ NDArray NDArray::grad() const {
   if (!ag || !ag->requires_grad)
     throw Error(std::string(kOp) + ": the array " + shape_str(shape_) +
                 " has no gradient: call attach_grad() on it before recording");
+  ag->grad_parts.clear();  // the caller may write the buffer: slices taken from now are stale
   return ag->grad;
 }
 
@@ -149,6 +165,8 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
   // anything is queued.
   std::vector<AutogradInfo*> order;  // post-order: inputs before the arrays computed from them
   std::unordered_map<AutogradInfo*, char> state;  // 1 = on the stack, 2 = done
+  // Edges into each leaf with attach_grad (a parameter).
+  std::unordered_map<AutogradInfo*, int> fan_in;
   std::vector<std::pair<AutogradInfo*, std::size_t>> stack{{&root, 0}};
   state[&root] = 1;
   while (!stack.empty()) {
@@ -163,6 +181,10 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
                     shape_str(node->inputs[i].shape()) +
                     ") was freed by an earlier backward(); pass retain_graph = true to the "
                     "first backward to run it twice");
+      if (in->requires_grad && !in->node) {
+        ++fan_in[in];
+        in->grad_parts.clear();  // this backward writes its gradient: old slices are stale
+      }
       if (state.emplace(in, 1).second) stack.emplace_back(in, 0);
       continue;
     }
@@ -173,20 +195,76 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
 
   autograd::Pause pause;  // the gradient ops are not recorded
   NDArray seed = head_grad.defined() ? head_grad : nd::ones(head.shape(), head.device());
+  // A parameter (a leaf with attach_grad) used once gets its gradient as soon as the op that
+  // uses it is reached, not at its own turn in the walk, which may come after the rest of
+  // backward; and its ops go at kParameterGradPriority, ahead of the ops that carry backward on
+  // to the layers below when both are ready. Nothing in backward waits for a parameter's
+  // gradient, but a DistributedTrainer's allreduce does, and then runs beside the rest of
+  // backward (bench/README.md, "Gradients first").
+  const auto sole_parameter = [&fan_in](const NDArray& x) {
+    AutogradInfo* in = &x.autograd_info();
+    if (!in->requires_grad || in->node) return false;
+    const auto f = fan_in.find(in);
+    return f != fan_in.end() && f->second == 1;
+  };
   std::unordered_map<AutogradInfo*, NDArray> grads;
   grads.emplace(&root, std::move(seed));
+  std::vector<char> first, rest;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     AutogradInfo* info = *it;
     auto found = grads.find(info);
-    if (found == grads.end()) continue;  // nothing flows here
+    if (found == grads.end()) continue;  // nothing flows here (or it was written already)
     NDArray g = std::move(found->second);
     grads.erase(found);  // the handle goes once its consumers are queued: memory back early
     if (info->requires_grad) detail::assign(info->grad, g);
     if (!info->node) continue;
     const Node& node = *info->node;
-    std::vector<NDArray> in_grads = detail::node_backward(node, g);
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      if (!node.needs[i] || !in_grads[i].defined()) continue;
+    const std::size_t n = node.inputs.size();
+    first.assign(n, 0);
+    rest = node.needs;
+    bool any_first = false, any_rest = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rest[i] && sole_parameter(node.inputs[i])) {
+        first[i] = 1;
+        rest[i] = 0;
+        any_first = true;
+      }
+      any_rest = any_rest || rest[i];
+    }
+    if (any_first) {
+      detail::OpPriority priority(detail::kParameterGradPriority);
+      if (node.op == detail::GradOp::kDot) {
+        // From the product itself: straight into the buffer, or in row slices when the
+        // parameter wants them (grad_row_parts), then copied in.
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!first[i]) continue;
+          AutogradInfo* in = &node.inputs[i].autograd_info();
+          // Slices only where nothing else holds the buffer: a handle kept from before could
+          // write it after backward, unseen, and the slices would then be stale. (Handles taken
+          // after backward come from grad(), which drops the slices.)
+          const int want = in->grad_row_parts;
+          if (want > 1 && node.inputs[i].shape()[0] >= want && in->grad.sole_autograd_owner()) {
+            in->grad_parts = detail::dot_grad(node, i, g, want);
+            std::int64_t row = 0;
+            for (const NDArray& p : in->grad_parts) {
+              detail::assign_rows(in->grad, row, p);
+              row += p.shape()[0];
+            }
+          } else {
+            detail::dot_grad(node, i, g, 1, &in->grad);
+          }
+        }
+      } else {
+        std::vector<NDArray> in_grads = detail::node_backward(node, g, &first);
+        for (std::size_t i = 0; i < n; ++i)
+          if (first[i] && in_grads[i].defined())
+            detail::assign(node.inputs[i].autograd_info().grad, in_grads[i]);
+      }
+    }
+    if (!any_rest) continue;
+    std::vector<NDArray> in_grads = detail::node_backward(node, g, &rest);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!rest[i] || !in_grads[i].defined()) continue;
       AutogradInfo* in = &node.inputs[i].autograd_info();
       auto [slot, fresh] = grads.emplace(in, in_grads[i]);
       if (!fresh) slot->second = slot->second + in_grads[i];  // used more than once: sum

@@ -46,12 +46,14 @@ Shape kept_shape(const Shape& in, const GradAttrs& at) {
 
 }  // namespace
 
-std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
+std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
+                                   const std::vector<char>* want) {
   const std::vector<NDArray>& in = node.inputs;
   const GradAttrs& at = node.attrs;
   const NDArray& a = in[0];
   const auto out = [&] { return NDArray(node.out_chunk.lock(), node.out_shape); };
-  const auto need = [&](std::size_t i) { return node.needs[i] != 0; };
+  const std::vector<char>& wanted = want ? *want : node.needs;
+  const auto need = [&](std::size_t i) { return wanted[i] != 0; };
   std::vector<NDArray> r(in.size());
   switch (node.op) {
     case GradOp::kAdd:
@@ -135,6 +137,7 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       // stored operands (no transposed copies).
       const NDArray& b = in[1];
       const bool ta = at.trans_a, tb = at.trans_b;
+      // (dot_grad below writes the same products into a given array, or in row slices.)
       if (need(0)) r[0] = ta ? nd::dot(b, g, tb, true) : nd::dot(g, b, false, !tb);
       if (need(1)) r[1] = tb ? nd::dot(g, a, true, ta) : nd::dot(a, g, !ta, false);
       break;
@@ -170,6 +173,26 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g) {
       break;
   }
   return r;
+}
+
+std::vector<NDArray> dot_grad(const Node& node, std::size_t i, const NDArray& g, int parts,
+                              NDArray* into) {
+  const NDArray &a = node.inputs[0], &b = node.inputs[1];
+  const bool ta = node.attrs.trans_a, tb = node.attrs.trans_b;
+  // The product kDot's case writes for input i, as (p, q, tp, tq): the gradient is op(p) op(q).
+  const NDArray &p = i == 0 ? (ta ? b : g) : (tb ? g : a);
+  const NDArray &q = i == 0 ? (ta ? g : b) : (tb ? a : g);
+  const bool tp = i == 0 ? (ta ? tb : false) : (tb ? true : !ta);
+  const bool tq = i == 0 ? (ta ? true : !tb) : (tb ? ta : false);
+  const std::int64_t rows = p.shape()[tp ? 1 : 0];
+  if (into) return {dot_rows(p, q, tp, tq, 0, rows, into)};
+  std::vector<NDArray> out;
+  out.reserve(static_cast<std::size_t>(parts));
+  for (int s = 0; s < parts; ++s) {
+    const std::int64_t r0 = rows * s / parts, r1 = rows * (s + 1) / parts;
+    out.push_back(dot_rows(p, q, tp, tq, r0, r1));
+  }
+  return out;
 }
 
 }  // namespace detail

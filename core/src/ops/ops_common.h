@@ -42,6 +42,20 @@ inline float* data_of(const NDArray& a) { return a.chunk()->data; }
 inline const Var& var_of(const NDArray& a) { return a.chunk()->var; }
 inline Device device_of(const NDArray& a) { return a.chunk()->device; }
 
+// The engine priority (PushOptions::priority) of the ops this thread queues: 0 but inside an
+// OpPriority scope. Autograd's backward queues parameters' gradients at kParameterGradPriority.
+inline thread_local int t_op_priority = 0;
+class OpPriority {
+ public:
+  explicit OpPriority(int priority) : prev_(t_op_priority) { t_op_priority = priority; }
+  ~OpPriority() { t_op_priority = prev_; }
+  OpPriority(const OpPriority&) = delete;
+  OpPriority& operator=(const OpPriority&) = delete;
+
+ private:
+  int prev_;
+};
+
 // engine().push(fn) writing w and reading r[0..nr) (nr <= 2), straight to the engine's own push
 // with pointers to the arrays' handles: no handle is copied, nothing allocated.
 template <class F>
@@ -88,6 +102,7 @@ inline void push_kernel(const char* op, const KernelCall& call, const NDArray& o
   opts.device = run_on ? *run_on : chunk.device;
   opts.name = op;
   opts.bytes = new_output ? out.nbytes() : 0;
+  opts.priority = t_op_priority;
   if (!backend->host_addressable()) {
     const Var* const ws[1] = {&w};
     EngineAccess::impl(engine()).push_device(
@@ -130,6 +145,7 @@ inline void push_empty_output(const char* op, const NDArray& out,
   PushOptions opts;
   opts.device = device_of(out);
   opts.name = op;
+  opts.priority = t_op_priority;
   push_with_reads([] {}, w, r, nr, opts);
 }
 

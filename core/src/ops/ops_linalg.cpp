@@ -47,6 +47,31 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
 }
 
 }  // namespace
+}  // namespace nd
+
+namespace detail {
+
+NDArray dot_rows(const NDArray& a, const NDArray& b, bool ta, bool tb, std::int64_t r0,
+                 std::int64_t r1, const NDArray* into) {
+  static const char* kOp = "dot";
+  const std::int64_t k = a.shape()[ta ? 0 : 1], n = b.shape()[tb ? 0 : 1];
+  NDArray out = into ? *into : new_array(kOp, {r1 - r0, n}, a.device());
+  if (r1 == r0 || n == 0) {
+    push_empty_output(kOp, out, {&a, &b});
+    return out;
+  }
+  KernelCall c = kernel_call(KernelCall::Kind::kGemm, out, &a, &b);
+  // Row r of op(a) starts at column r of a when transposed, at row r otherwise.
+  const std::int64_t lda = a.shape()[1];
+  c.a += ta ? r0 : r0 * lda;
+  c.gemm = {ta, tb, r1 - r0, n, k, lda, b.shape()[1], n, 1.0f, 0.0f};
+  push_kernel(kOp, c, out, {&a, &b}, into == nullptr);
+  return out;
+}
+
+}  // namespace detail
+
+namespace nd {
 
 NDArray dot(const NDArray& a, const NDArray& b) { return matrix_product("dot", a, b, false, false); }
 NDArray matmul(const NDArray& a, const NDArray& b) {
