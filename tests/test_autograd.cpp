@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/autograd_internal.h"  // detail::want_grad_parts, take_grad_parts
 #include "gradient_cases.h"
 #include "ops_test_util.h"
 
@@ -124,94 +123,6 @@ TEST_CASE("backward writes grad in place, frees the graph, and runs without bloc
     });
     w.backward();
     check_exact(x.grad().to_vector(), {2, 2, 2}, "Pause makes a constant");
-  });
-}
-
-TEST_CASE("a parameter's gradient in row slices equals the whole product's", "[autograd]") {
-  leak_checked([&] {
-    // What nn::DistributedTrainer asks for (detail::want_grad_parts): backward writes a matrix
-    // parameter's gradient as row slices, each its own array, then copies them into grad().
-    Rng rng(test_seed("autograd row parts"));
-    for (int ta = 0; ta < 2; ++ta) {
-      for (int tb = 0; tb < 2; ++tb) {
-        INFO("trans_a " << ta << " trans_b " << tb);
-        const std::int64_t m = 5 + rng() % 7, k = 3 + rng() % 6, n = 4 + rng() % 7;
-        const Shape sa = ta ? Shape{k, m} : Shape{m, k}, sb = tb ? Shape{n, k} : Shape{k, n};
-        const NDArray va = nd::random_normal(sa), vb = nd::random_normal(sb);
-        const NDArray c = nd::random_normal({m, n});  // a weighting, so every element matters
-        const auto run = [&](int parts_a, int parts_b, NDArray& a, NDArray& b) {
-          a = va.copy();
-          b = vb.copy();
-          a.attach_grad();
-          b.attach_grad();
-          detail::want_grad_parts(a, parts_a);
-          detail::want_grad_parts(b, parts_b);
-          NDArray l;
-          {
-            autograd::Record rec;
-            l = (nd::dot(a, b, ta != 0, tb != 0) * c).sum();
-          }
-          l.backward();
-        };
-        NDArray a0, b0, a, b;
-        run(0, 0, a0, b0);
-        run(3, 2, a, b);
-        // Slices of a GEMM may block the sums differently from the whole: float tolerance.
-        check_close(a.grad().to_vector(), a0.grad().to_vector(), 1e-5, 1e-6, "a's gradient");
-        check_close(b.grad().to_vector(), b0.grad().to_vector(), 1e-5, 1e-6, "b's gradient");
-        // grad() handed the buffers out (the caller may write them): the slices are gone.
-        CHECK(detail::take_grad_parts(a).empty());
-
-        run(3, 2, a, b);
-        const std::vector<NDArray> pa = detail::take_grad_parts(a), pb = detail::take_grad_parts(b);
-        REQUIRE(pa.size() == 3);
-        REQUIRE(pb.size() == 2);
-        CHECK(detail::take_grad_parts(a).empty());  // taken once
-        // In row order, about equal, and together the gradient itself.
-        for (const auto& [parts, whole] :
-             {std::make_pair(pa, a.grad()), std::make_pair(pb, b.grad())}) {
-          std::vector<float> joined;
-          std::int64_t rows = 0;
-          for (const NDArray& p : parts) {
-            REQUIRE(p.ndim() == 2);
-            CHECK(p.shape()[1] == whole.shape()[1]);
-            CHECK(p.shape()[0] >= whole.shape()[0] / static_cast<std::int64_t>(parts.size()));
-            rows += p.shape()[0];
-            const std::vector<float> v = p.to_vector();
-            joined.insert(joined.end(), v.begin(), v.end());
-          }
-          CHECK(rows == whole.shape()[0]);
-          check_exact(joined, whole.to_vector(), "the slices, row after row");
-        }
-
-        // A handle kept from before backward could write the buffer after it, unseen (and be
-        // gone before the slices are taken): backward makes no slices while one exists.
-        {
-          NDArray held = a.grad();
-          NDArray l;
-          {
-            autograd::Record rec;
-            l = (nd::dot(a, b, ta != 0, tb != 0) * c).sum();
-          }
-          l.backward();
-          held *= 2.0f;  // as a user scaling the gradient
-        }
-        CHECK(detail::take_grad_parts(a).empty());
-        // A parameter used twice gets the sum, computed whole.
-        NDArray l;
-        {
-          autograd::Record rec;
-          l = (nd::dot(a, b, ta != 0, tb != 0) * c).sum() + (a * a).sum();
-        }
-        l.backward();
-        CHECK(detail::take_grad_parts(a).empty());
-        const std::vector<float> g = a.grad().to_vector(), g0 = a0.grad().to_vector(),
-                                 av = va.to_vector();
-        std::vector<float> want(g0.size());
-        for (std::size_t i = 0; i < want.size(); ++i) want[i] = g0[i] + 2 * av[i];
-        check_close(g, want, 1e-5, 1e-5, "a used twice");
-      }
-    }
   });
 }
 

@@ -61,16 +61,13 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--bucket-mb" && i + 1 < argc)
       options.bucket_bytes = static_cast<std::size_t>(std::atof(argv[++i]) * (1 << 20));
-    else if (a == "--slice-mb" && i + 1 < argc)
-      options.slice_bytes = static_cast<std::size_t>(std::atof(argv[++i]) * (1 << 20));
     else {
       const bool help = a == "--help" || a == "-h";
       if (dist::rank() == 0) {
         if (!help) std::fprintf(stderr, "dist_mlp: unknown or incomplete argument '%s'\n", a.c_str());
         std::fprintf(help ? stdout : stderr,
                      "usage: mpirun -np R dist_mlp [--batches N (10)] [--warmup N (10)] "
-                     "[--trace PREFIX] [--json FILE] [--bucket-mb MB (25)] [--slice-mb MB (1; 0: "
-                     "none)]\n");
+                     "[--trace PREFIX] [--json FILE] [--bucket-mb MB (25)]\n");
       }
       return help ? 0 : 2;
     }
@@ -160,8 +157,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(local_batch), batches);
     std::printf("  time per batch   %.1f ms\n", per_batch * 1e3);
     std::printf("  loss             %.4f (last batch, mean over the global batch)\n", global_loss);
-    std::printf("  bytes reduced    %.1f MB (%.1f MB per batch, %zu buckets, %zu allreduces)\n",
-                mb, mb / batches, trainer.buckets().size(), trainer.collectives_per_step());
+    std::printf("  bytes reduced    %.1f MB (%.1f MB per batch, %zu buckets)\n", mb, mb / batches,
+                trainer.buckets().size());
     std::printf("  allreduce time   %.1f ms per batch and rank, %.0f%% of it hidden behind backward "
                 "(rank 0: %.1f ms, %.0f%%)\n",
                 job[1] / 1e3 / batches / size, 100.0 * job_fraction, o.comm_us / 1e3 / batches,

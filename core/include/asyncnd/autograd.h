@@ -13,6 +13,12 @@
 // while a Record is alive, when at least one input needs a gradient (an attached leaf, or an array
 // computed from one while recording). Creation ops and random numbers are constants.
 //
+// Order: among the gradient ops that are ready at once, a leaf's gradient goes first when the
+// leaf is used by one op only (a layer's weight or bias): its ops are queued at an engine
+// priority, and a matrix product writes it straight into grad(), without a copy. Nothing else in
+// backward waits for those gradients, but whatever reads grad() does (nn::DistributedTrainer's
+// allreduce), and can then run beside the rest of backward. The values are the same either way.
+//
 // Memory: the recorded graph belongs to the arrays it computed. Each result holds the op that
 // made it, which holds its inputs; backward() frees the graph it walked (unless retain_graph), so
 // after backward nothing recorded keeps an array alive. A graph never backpropagated is freed with

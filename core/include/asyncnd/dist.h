@@ -116,7 +116,9 @@ Stats stats();
 // (Engine::profile_events). mark(name) queues an empty op named `name` (a string literal) that
 // writes a variable of its own: its push time marks where the program was. overlap() sums the
 // time the allreduce ops ran, and the part of it during which at least one op pushed between a
-// `begin` mark and the following `end` mark (e.g. around backward()) ran too.
+// `begin` mark and the following `end` mark (e.g. around backward()) ran too. An allreduce runs
+// from when the communication thread could issue it: its op's start, or the end of the
+// collective before it (the thread issues them one at a time, in order), to its op's end.
 void mark(const char* name);
 struct Overlap {
   double comm_us = 0;    // allreduce ops, summed
@@ -136,13 +138,6 @@ struct DistributedOptions {
   // communication starts early. So the parameter that crosses the cap is the bucket's last.
   std::size_t bucket_bytes = 25u << 20;
   std::size_t first_bucket_bytes = 1u << 20;
-  // Slices of the last bucket. Its parameters are the first layers': backward writes their
-  // gradients last, so nothing of backward is left to hide their allreduce behind. Each CPU
-  // matrix there larger than slice_bytes has its gradient computed by backward in row slices of
-  // about this size (one GEMM each, when a single matrix product uses the parameter), and each
-  // slice is allreduced as soon as its GEMM ends, while the next slice's runs. 0 turns it off.
-  // The gradient is the same either way; p.grad() still holds it whole after backward.
-  std::size_t slice_bytes = 1u << 20;
   // The rank whose initial parameters every rank takes.
   int root = 0;
 };
@@ -180,9 +175,6 @@ class DistributedTrainer {
   void set_learning_rate(float lr);
   // The buckets: indices into the parameter list, in allreduce order.
   std::vector<std::vector<std::size_t>> buckets() const;
-  // Allreduces per step: one per bucket, plus one per row slice beyond the first
-  // (DistributedOptions::slice_bytes).
-  std::size_t collectives_per_step() const;
   // Bytes allreduced by one step.
   std::size_t bytes_per_step() const;
 

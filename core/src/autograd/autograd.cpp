@@ -73,20 +73,6 @@ void check_inplace_allowed(const char* op, const NDArray& target, const NDArray*
                 "); autograd cannot differentiate it: compute a new array instead (y = y + x)");
 }
 
-void want_grad_parts(const NDArray& leaf, int parts) {
-  AutogradInfo& ag = leaf.autograd_info();
-  ag.grad_row_parts = parts > 1 ? parts : 0;
-  if (parts <= 1) ag.grad_parts.clear();
-}
-
-std::vector<NDArray> take_grad_parts(const NDArray& leaf) {
-  const AutogradInfo* ag = leaf.autograd_info_if_any();
-  if (!ag || ag->grad_parts.empty()) return {};
-  std::vector<NDArray> parts = std::move(ag->grad_parts);
-  ag->grad_parts.clear();
-  return parts;
-}
-
 }  // namespace detail
 
 // ---- NDArray members ----------------------------------------------------------------------
@@ -100,7 +86,6 @@ void NDArray::attach_grad() {
                 " was computed while recording; attach gradients to the inputs instead");
   NDArray buf = nd::zeros(shape_, device());  // allocated before anything changes
   ag.grad = std::move(buf);
-  ag.grad_parts.clear();
   ag.requires_grad = true;
   ag.graph_freed = false;
 }
@@ -112,7 +97,6 @@ NDArray NDArray::grad() const {
   if (!ag || !ag->requires_grad)
     throw Error(std::string(kOp) + ": the array " + shape_str(shape_) +
                 " has no gradient: call attach_grad() on it before recording");
-  ag->grad_parts.clear();  // the caller may write the buffer: slices taken from now are stale
   return ag->grad;
 }
 
@@ -181,10 +165,7 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
                     shape_str(node->inputs[i].shape()) +
                     ") was freed by an earlier backward(); pass retain_graph = true to the "
                     "first backward to run it twice");
-      if (in->requires_grad && !in->node) {
-        ++fan_in[in];
-        in->grad_parts.clear();  // this backward writes its gradient: old slices are stale
-      }
+      if (in->requires_grad && !in->node) ++fan_in[in];
       if (state.emplace(in, 1).second) stack.emplace_back(in, 0);
       continue;
     }
@@ -233,27 +214,9 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
     }
     if (any_first) {
       detail::OpPriority priority(detail::kParameterGradPriority);
-      if (node.op == detail::GradOp::kDot) {
-        // From the product itself: straight into the buffer, or in row slices when the
-        // parameter wants them (grad_row_parts), then copied in.
-        for (std::size_t i = 0; i < n; ++i) {
-          if (!first[i]) continue;
-          AutogradInfo* in = &node.inputs[i].autograd_info();
-          // Slices only where nothing else holds the buffer: a handle kept from before could
-          // write it after backward, unseen, and the slices would then be stale. (Handles taken
-          // after backward come from grad(), which drops the slices.)
-          const int want = in->grad_row_parts;
-          if (want > 1 && node.inputs[i].shape()[0] >= want && in->grad.sole_autograd_owner()) {
-            in->grad_parts = detail::dot_grad(node, i, g, want);
-            std::int64_t row = 0;
-            for (const NDArray& p : in->grad_parts) {
-              detail::assign_rows(in->grad, row, p);
-              row += p.shape()[0];
-            }
-          } else {
-            detail::dot_grad(node, i, g, 1, &in->grad);
-          }
-        }
+      if (node.op == detail::GradOp::kDot) {  // from the product itself, into the buffer
+        for (std::size_t i = 0; i < n; ++i)
+          if (first[i]) detail::dot_grad_into(node, i, g, node.inputs[i].autograd_info().grad);
       } else {
         std::vector<NDArray> in_grads = detail::node_backward(node, g, &first);
         for (std::size_t i = 0; i < n; ++i)

@@ -137,7 +137,7 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
       // stored operands (no transposed copies).
       const NDArray& b = in[1];
       const bool ta = at.trans_a, tb = at.trans_b;
-      // (dot_grad below writes the same products into a given array, or in row slices.)
+      // (dot_grad_into below writes the same products into a given array.)
       if (need(0)) r[0] = ta ? nd::dot(b, g, tb, true) : nd::dot(g, b, false, !tb);
       if (need(1)) r[1] = tb ? nd::dot(g, a, true, ta) : nd::dot(a, g, !ta, false);
       break;
@@ -175,24 +175,17 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
   return r;
 }
 
-std::vector<NDArray> dot_grad(const Node& node, std::size_t i, const NDArray& g, int parts,
-                              NDArray* into) {
+void dot_grad_into(const Node& node, std::size_t i, const NDArray& g, NDArray& into) {
   const NDArray &a = node.inputs[0], &b = node.inputs[1];
   const bool ta = node.attrs.trans_a, tb = node.attrs.trans_b;
-  // The product kDot's case writes for input i, as (p, q, tp, tq): the gradient is op(p) op(q).
-  const NDArray &p = i == 0 ? (ta ? b : g) : (tb ? g : a);
-  const NDArray &q = i == 0 ? (ta ? g : b) : (tb ? a : g);
-  const bool tp = i == 0 ? (ta ? tb : false) : (tb ? true : !ta);
-  const bool tq = i == 0 ? (ta ? true : !tb) : (tb ? ta : false);
-  const std::int64_t rows = p.shape()[tp ? 1 : 0];
-  if (into) return {dot_rows(p, q, tp, tq, 0, rows, into)};
-  std::vector<NDArray> out;
-  out.reserve(static_cast<std::size_t>(parts));
-  for (int s = 0; s < parts; ++s) {
-    const std::int64_t r0 = rows * s / parts, r1 = rows * (s + 1) / parts;
-    out.push_back(dot_rows(p, q, tp, tq, r0, r1));
+  // The product kDot's case computes for input i.
+  if (i == 0) {
+    if (ta) dot_into(into, b, g, tb, true);
+    else dot_into(into, g, b, false, !tb);
+  } else {
+    if (tb) dot_into(into, g, a, true, ta);
+    else dot_into(into, a, g, !ta, false);
   }
-  return out;
 }
 
 }  // namespace detail

@@ -64,14 +64,6 @@ struct AutogradInfo {
   NDArray grad;                // attach_grad's buffer
   bool requires_grad = false;  // attach_grad was called
   bool graph_freed = false;    // backward freed the graph that computed it
-  // Row parts (set by nn::DistributedTrainer, want_grad_parts): when > 1, backward computes this
-  // leaf's gradient, where it comes from one matrix product alone, as that many row slices, each
-  // its own array (so its own engine variable: a reader of one slice waits for that slice's GEMM
-  // only), then copies them into `grad`. The slices stay in grad_parts until take_grad_parts
-  // takes them, grad() hands the buffer out (after which it may change: the slices would be
-  // stale), or the next backward starts.
-  int grad_row_parts = 0;
-  mutable std::vector<NDArray> grad_parts;
 };
 
 // The recording flag of this thread.
@@ -100,27 +92,14 @@ void check_inplace_allowed(const char* op, const NDArray& target, const NDArray*
 // `want`: per input, whether to compute its gradient (default: node.needs).
 std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
                                    const std::vector<char>* want = nullptr);
-// The gradient of a kDot node's input `i` given `g`: written into `into` (of its shape) when
-// given, else as `parts` row slices of about equal size (dot_rows; 1 <= parts <= rows).
-std::vector<NDArray> dot_grad(const Node& node, std::size_t i, const NDArray& g, int parts,
-                              NDArray* into = nullptr);
+// The gradient of a kDot node's input `i` given `g`, written into `into` (of that input's shape
+// and device) by one GEMM (dot_into).
+void dot_grad_into(const Node& node, std::size_t i, const NDArray& g, NDArray& into);
 
-// Asks backward for `leaf`'s gradient in `parts` row slices (see AutogradInfo::grad_row_parts);
-// parts <= 1 asks for the whole. For a 2-D leaf with attach_grad.
-void want_grad_parts(const NDArray& leaf, int parts);
-// The slices the last backward wrote into `leaf`'s gradient buffer, in row order, and forgets
-// them; empty if that backward computed the gradient whole (as it does when another handle to
-// the buffer exists: it could be written through, unseen), or if grad() handed the buffer out
-// since (the caller may have written it).
-std::vector<NDArray> take_grad_parts(const NDArray& leaf);
-
-// Rows [r0, r1) of op(a) op(b), as dot(a, b, ta, tb) computes them: one GEMM on the stored
-// operands (ops_linalg.cpp), into a new array, or into `into` (same shape, same device) when
-// given. Non-blocking, not recorded; the shapes are the caller's to check.
-NDArray dot_rows(const NDArray& a, const NDArray& b, bool ta, bool tb, std::int64_t r0,
-                 std::int64_t r1, const NDArray* into = nullptr);
-// target[row0 : row0 + src.rows] = src, for 2-D arrays of the same width (ops_elementwise.cpp).
-void assign_rows(NDArray& target, std::int64_t row0, const NDArray& src);
+// out = op(a) op(b), as dot(a, b, ta, tb) computes it, into an existing array of that shape on
+// a's device: one GEMM on the stored operands (ops_linalg.cpp). Non-blocking, not recorded; the
+// shapes are the caller's to check.
+void dot_into(NDArray& out, const NDArray& a, const NDArray& b, bool ta, bool tb);
 
 // The engine priority at which backward queues the gradient of a parameter (a leaf with
 // attach_grad) used once: ahead of the ops that carry backward on to the layers below, so that

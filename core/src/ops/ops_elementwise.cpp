@@ -10,7 +10,6 @@
 #include "asyncnd/detail/op_table.h"
 #include "asyncnd/ops.h"
 #include "autograd/autograd_internal.h"
-#include "kernels/device_map.h"
 #include "kernels/elementwise.h"
 #include "ops/ops_common.h"
 
@@ -212,14 +211,6 @@ NDArray eq_mask(const NDArray& a, const NDArray& b) {
   return binary("eq_mask", a, b, MapFn::kEqMask);
 }
 void assign(NDArray& target, const NDArray& src) { inplace("assign", target, src, binary_fn(MapFn::kSecond)); }
-void assign_rows(NDArray& target, std::int64_t row0, const NDArray& src) {
-  static const char* kOp = "assign";
-  if (src.size() == 0) return;
-  KernelCall c = detail::kernel_call(KernelCall::Kind::kMap, src, &src);
-  c.out = data_of(target) + row0 * target.shape()[1];
-  c.map = kernels::describe(kernels::CopyOp{});
-  detail::push_kernel(kOp, c, target, {&src}, false);
-}
 void sgd_update(NDArray& w, const NDArray& g, float alpha) {
   inplace("sgd_update", w, g, binary_fn(MapFn::kSgd, alpha));
 }

@@ -16,6 +16,22 @@ namespace nd {
 
 namespace {
 
+// out = op(a) op(b), out [m,n] already allocated: one GEMM kernel call. new_output: whether out
+// was allocated for this op (push_kernel).
+void push_gemm(const char* op, const NDArray& out, const NDArray& a, const NDArray& b, bool ta,
+               bool tb, bool new_output) {
+  const std::int64_t m = a.shape()[ta ? 1 : 0], k = a.shape()[ta ? 0 : 1];
+  const std::int64_t n = b.shape()[tb ? 0 : 1];
+  if (m == 0 || n == 0) {
+    detail::push_empty_output(op, out, {&a, &b});
+    return;
+  }
+  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
+  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kGemm, out, &a, &b);
+  c.gemm = {ta, tb, m, n, k, a.shape()[1], b.shape()[1], n, 1.0f, 0.0f};
+  detail::push_kernel(op, c, out, {&a, &b}, new_output);
+}
+
 NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool ta, bool tb) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
@@ -32,14 +48,7 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
   if (b.shape()[tb ? 1 : 0] != k)
     throw Error(std::string(op) + ": inner dimensions differ:" + shapes());
   NDArray out = detail::new_array(op, {m, n}, a.device());
-  if (m == 0 || n == 0) {
-    detail::push_empty_output(op, out, {&a, &b});
-    return out;
-  }
-  // k == 0 is an [m,n] of zeros: beta = 0 makes the backend write them.
-  detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kGemm, out, &a, &b);
-  c.gemm = {ta, tb, m, n, k, a.shape()[1], b.shape()[1], n, 1.0f, 0.0f};
-  detail::push_kernel(op, c, out, {&a, &b});
+  push_gemm(op, out, a, b, ta, tb, true);
   detail::GradAttrs at;
   at.trans_a = ta;
   at.trans_b = tb;
@@ -51,22 +60,8 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
 
 namespace detail {
 
-NDArray dot_rows(const NDArray& a, const NDArray& b, bool ta, bool tb, std::int64_t r0,
-                 std::int64_t r1, const NDArray* into) {
-  static const char* kOp = "dot";
-  const std::int64_t k = a.shape()[ta ? 0 : 1], n = b.shape()[tb ? 0 : 1];
-  NDArray out = into ? *into : new_array(kOp, {r1 - r0, n}, a.device());
-  if (r1 == r0 || n == 0) {
-    push_empty_output(kOp, out, {&a, &b});
-    return out;
-  }
-  KernelCall c = kernel_call(KernelCall::Kind::kGemm, out, &a, &b);
-  // Row r of op(a) starts at column r of a when transposed, at row r otherwise.
-  const std::int64_t lda = a.shape()[1];
-  c.a += ta ? r0 : r0 * lda;
-  c.gemm = {ta, tb, r1 - r0, n, k, lda, b.shape()[1], n, 1.0f, 0.0f};
-  push_kernel(kOp, c, out, {&a, &b}, into == nullptr);
-  return out;
+void dot_into(NDArray& out, const NDArray& a, const NDArray& b, bool ta, bool tb) {
+  nd::push_gemm("dot", out, a, b, ta, tb, false);
 }
 
 }  // namespace detail
