@@ -44,6 +44,21 @@ Shape kept_shape(const Shape& in, const GradAttrs& at) {
   return k;
 }
 
+// The gradient of a kDot node's input i as a product op(p) op(q). C = op(A) op(B): dop(A) =
+// G op(B)^T, dop(B) = op(A)^T G, each written as one GEMM on the stored operands (no transposed
+// copies).
+struct DotGrad {
+  const NDArray& p;
+  const NDArray& q;
+  bool tp, tq;
+};
+DotGrad dot_grad(const Node& node, std::size_t i, const NDArray& g) {
+  const NDArray &a = node.inputs[0], &b = node.inputs[1];
+  const bool ta = node.attrs.trans_a, tb = node.attrs.trans_b;
+  if (i == 0) return ta ? DotGrad{b, g, tb, true} : DotGrad{g, b, false, !tb};
+  return tb ? DotGrad{g, a, true, ta} : DotGrad{a, g, !ta, false};
+}
+
 }  // namespace
 
 std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
@@ -132,16 +147,13 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
       r[0] = g * (1.0f - t * t);
       break;
     }
-    case GradOp::kDot: {
-      // C = op(A) op(B): dop(A) = G op(B)^T, dop(B) = op(A)^T G, each written as one GEMM on the
-      // stored operands (no transposed copies).
-      const NDArray& b = in[1];
-      const bool ta = at.trans_a, tb = at.trans_b;
-      // (dot_grad_into below writes the same products into a given array.)
-      if (need(0)) r[0] = ta ? nd::dot(b, g, tb, true) : nd::dot(g, b, false, !tb);
-      if (need(1)) r[1] = tb ? nd::dot(g, a, true, ta) : nd::dot(a, g, !ta, false);
+    case GradOp::kDot:
+      for (std::size_t i = 0; i < 2; ++i) {
+        if (!need(i)) continue;
+        const DotGrad d = dot_grad(node, i, g);
+        r[i] = nd::dot(d.p, d.q, d.tp, d.tq);
+      }
       break;
-    }
     case GradOp::kTranspose:  // all axes reversed: its own inverse
       r[0] = nd::transpose(g);
       break;
@@ -176,16 +188,8 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
 }
 
 void dot_grad_into(const Node& node, std::size_t i, const NDArray& g, NDArray& into) {
-  const NDArray &a = node.inputs[0], &b = node.inputs[1];
-  const bool ta = node.attrs.trans_a, tb = node.attrs.trans_b;
-  // The product kDot's case computes for input i.
-  if (i == 0) {
-    if (ta) dot_into(into, b, g, tb, true);
-    else dot_into(into, g, b, false, !tb);
-  } else {
-    if (tb) dot_into(into, g, a, true, ta);
-    else dot_into(into, a, g, !ta, false);
-  }
+  const DotGrad d = dot_grad(node, i, g);
+  dot_into(into, d.p, d.q, d.tp, d.tq);
 }
 
 }  // namespace detail
