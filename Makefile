@@ -241,7 +241,7 @@ demo: build
 # messages are copied once, with process_vm_readv, where the kernel allows it, else twice through
 # a buffer (tools/mpi-cma-ok.py says which: some containers forbid the call, and Open MPI then
 # fails). Evaluated when a target runs mpirun. Once or twice mattered: on 2 vCPUs the second copy
-# takes a core from backward (bench/README.md, "The allreduce's copies").
+# takes a core from backward (bench/notes/dist.md, "The allreduce's copies").
 MPIRUN = env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	$(shell python3 tools/mpi-cma-ok.py 2>/dev/null || echo OMPI_MCA_btl_vader_single_copy_mechanism=none) \
 	mpirun --oversubscribe --bind-to none

@@ -11,7 +11,7 @@
 //                its own, which the caller spins on;
 //   mailbox/8    the same with an eight-line record (an engine op record is 464 bytes);
 //   mailbox/8 back   the same, the completion written back into the mailbox line.
-// bench/README.md, "The wait round trip against hand-offs without an engine", reads them.
+// bench/notes/per-op.md, "The wait round trip against hand-offs without an engine", reads them.
 //
 // Usage: build/bench_handoff [rounds]   (default 5; prints a table, writes nothing)
 #include <asyncnd/asyncnd.h>

@@ -1,9 +1,9 @@
 // bench_launch_model: the engine's side of a tiny GPU op, on a machine without a GPU. A backend
 // registered for gpu(0) (detail::register_backend) stands in for the CUDA backend: each kernel
 // launch spins a set time on the calling thread, as cudaLaunchKernel costs the engine's GPU worker
-// (3.38 us on the H200 of bench/README.md: the default), then runs the call there. In hold mode it
-// holds calls as the CUDA backend does by default: a call only while the worker knows of more ops
-// or already holds some, up to 48, one launch for all of them, started when full, at
+// (3.38 us on the H200 of bench/notes/gpu.md: the default), then runs the call there. In hold mode
+// it holds calls as the CUDA backend does by default: a call only while the worker knows of more
+// ops or already holds some, up to 48, one launch for all of them, started when full, at
 // Backend::flush (the GPU worker found no more ops), before a copy and at synchronize; a free
 // while calls are held or running waits for them (stream order).
 //

@@ -129,7 +129,7 @@ void wait_roundtrips(Var v, int n, std::vector<double>& us) {
 // The per-op costs and the floor they are judged against, measured in the same rounds: the floor,
 // then the empty ops, then a slice of the wait round trips, kReps times. These VMs run in phases
 // of seconds (a child timing the same GEMM gave 200-220 GFLOP/s for a few seconds, then 285-293;
-// bench/README.md, "Figures measured side by side"), so a floor measured once before the others
+// bench/notes/runs.md, "Figures measured side by side"), so a floor measured once before the others
 // can land in another phase than the figures divided by it. Each figure is the median over the
 // rounds (the wait round trip: over all its iterations).
 void bench_per_op() {
@@ -179,7 +179,7 @@ void bench_per_op() {
 // buffer of its own), pushed at once, then waitall; on an engine of the default CPU workers but
 // at least 2, taking runs and taking ops (EngineOptions::cpu_pacing), alternated, kReps rounds.
 // Runs queued faster than they are run grow long; the spinning worker splits them
-// (worker_pool.cpp, split). Without that, most of a burst ran on one worker: bench/README.md,
+// (worker_pool.cpp, split). Without that, most of a burst ran on one worker: bench/notes/per-op.md,
 // "Splitting long runs".
 void bench_burst() {
   constexpr int kOps = 4000, kReps = 5;
@@ -369,8 +369,8 @@ void bench_gemm_sweep() {
 // products back to back, as a kernel's child times its 9), cblas_sgemm directly (9) and two
 // products at once: every figure is a median over the same minutes. The best leader's median is
 // sgemm1000_best_kernel_gflops; the maximum itself is kept as sgemm1000_sweep_max_gflops.
-// bench/README.md, "The best kernel, measured twice" and "Figures measured side by side", has the
-// runs.
+// bench/notes/gemm.md, "The best kernel, measured twice", and bench/notes/runs.md, "Figures
+// measured side by side", have the runs.
 void bench_sgemm_rounds() {
   std::vector<const KernelFigure*> leaders;
   auto faster = [](const KernelFigure& x, const KernelFigure& y) { return x.gflops < y.gflops; };

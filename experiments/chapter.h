@@ -378,7 +378,7 @@ inline int e6_default_batches() {
 }
 
 // The byte bound of the bounded runs: three of the largest activations ([1024,2048] floats). Set
-// ASYNCND_E6_BOUND_MB to try others; bench/README.md has the measurements behind this choice.
+// ASYNCND_E6_BOUND_MB to try others; bench/notes/limits.md has the measurements behind this choice.
 inline std::size_t e6_default_bound_bytes() {
   if (const char* s = std::getenv("ASYNCND_E6_BOUND_MB")) {
     const double mb = std::atof(s);

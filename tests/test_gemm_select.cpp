@@ -361,7 +361,7 @@ TEST_CASE("gemm selection: where OpenBLAS stays on a pre-AVX2 kernel (a core the
   asyncnd::detail::GemmSelection s = select_cpu_gemm(GemmChoice::kAuto, "Prescott", sse_only, 2);
   CHECK(s.which == GemmKernel::kOpenblas);
   CHECK(s.kernel == "openblas Prescott");
-  // An AVX2 kernel of OpenBLAS's stays: ours is level with it (bench/README.md).
+  // An AVX2 kernel of OpenBLAS's stays: ours is level with it (bench/notes/gemm.md).
   REQUIRE(switch_openblas_core("Haswell"));
   CHECK(select_cpu_gemm(GemmChoice::kAuto, "Haswell", avx2_only, 2).kernel == "openblas Haswell");
   REQUIRE(switch_openblas_core("Prescott"));

@@ -157,10 +157,10 @@ grep -E "^  [0-9]+ " "$out/cpu_e1_threads_ops.log" | sed "s/^/[cpu_e1_threads_op
 # 7. The per-op costs on this many-core CPU (the CPU goals of bench/README.md, "The figures"), with
 # the default workers, with one, 2 and 8, taking runs and ops (on a 16-thread Xeon, 2026-11-27,
 # 15 workers taking ops one by one missed the per-op goals that one worker taking runs met:
-# bench/README.md, "`tools/gpu-check.sh` on an H100 again"); E5's peer is this machine's PyTorch
+# bench/notes/gpu.md, "`tools/gpu-check.sh` on an H100 again"); E5's peer is this machine's PyTorch
 # (python3 here has it). Each entry is WORKERS:PACING, an empty WORKERS the default. Each also
 # times a burst of 4000 short ops on an engine of max(2, WORKERS) workers taking runs, then ops
-# (the split of long runs: bench/README.md, "Splitting long runs").
+# (the split of long runs: bench/notes/per-op.md, "Splitting long runs").
 for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
   workers=${config%%:*} pacing=${config#*:}
   tag=${workers:+_w$workers}$([ "$pacing" = ops ] && echo _ops)
@@ -173,17 +173,17 @@ for config in :runs :ops 1:runs 2:runs 2:ops 8:runs 8:ops; do
 done
 
 # 7b. The wait round trip beside hand-offs that use no engine, as multiples of the spin floor
-# (bench/README.md, "The wait round trip against hand-offs without an engine"): whether the
+# (bench/notes/per-op.md, "The wait round trip against hand-offs without an engine"): whether the
 # floor's phases on our 2-vCPU VMs are theirs alone.
 step cpu_handoff 60 "$bld/bench_handoff"
 grep -E "^bench_handoff|^  (round|median|[0-9])" "$out/cpu_handoff.log" | sed "s/^/[cpu_handoff] /" |
   tee -a "$summary"
 
 # 8. The CPU GEMMs on every core of this machine: auto runs our AVX-512 GEMM on a CPU with AVX-512
-# since it ran 1.2-2.3x OpenBLAS 0.3.26 on this machine's 16 vCPUs (bench/README.md, "Our GEMM on
-# 16 cores"); OpenBLAS's kernels beside it, in rounds. Our AVX2 GEMM beside OpenBLAS's Haswell
+# since it ran 1.2-2.3x OpenBLAS 0.3.26 on this machine's 16 vCPUs (bench/notes/gemm.md, "Our GEMM
+# on 16 cores"); OpenBLAS's kernels beside it, in rounds. Our AVX2 GEMM beside OpenBLAS's Haswell
 # kernel in the sweep says whether it should also replace that kernel on many-core CPUs with AVX2
-# alone (it was level on 2 vCPUs: bench/README.md, "Our own AVX2 GEMM").
+# alone (it was level on 2 vCPUs: bench/notes/gemm.md, "Our own AVX2 GEMM").
 step cpu_gemm 180 "$bld/bench_native" --only=gemm "$out/native_gemm.json"
 grep -E "^bench_native|^  (openblas |asyncnd |engine |cblas_|Haswell|SkylakeX|Cooperlake)|^ +(avx512_sgemm1000_gflops|avx2_sgemm1000_gflops|sgemm1000_engine_gflops|sgemm1000_best_kernel_gflops) " \
   "$out/cpu_gemm.log" | cut -c1-200 | sed "s/^/[cpu_gemm] /" | tee -a "$summary"

@@ -17,11 +17,11 @@ namespace {
 
 // In a browser, each pthread's clock is performance.now() minus a drift that Emscripten 3.1.6
 // measures once from a message's timestamp, so threads disagree by that message's delay
-// (bench/README.md, "WebAssembly: exceptions and clocks"), and the profiler's timeline showed ops
-// starting before the ops they read had finished. performance.timeOrigin + performance.now() is
-// the same clock in every thread; a fixed epoch (2023-11-14) is subtracted first to keep double
-// precision (~8 ns). Node's clock (process.hrtime) is already shared by its threads:
-// is_browser() leaves it alone.
+// (bench/notes/constants.md, "WebAssembly: exceptions and clocks"), and the profiler's timeline
+// showed ops starting before the ops they read had finished. performance.timeOrigin +
+// performance.now() is the same clock in every thread; a fixed epoch (2023-11-14) is subtracted
+// first to keep double precision (~8 ns). Node's clock (process.hrtime) is already shared by its
+// threads: is_browser() leaves it alone.
 EM_JS(double, asyncnd_shared_clock_ms, (), {
   return (performance.timeOrigin - 1.7e12) + performance.now();
 });

@@ -154,17 +154,17 @@ function makeApi(M, threads, simd) {
 
   // The safety net for arrays nobody deleted: their handle goes when the wrapper is collected.
   // Registering and unregistering at delete() cost V8 about 0.2 us together: a quarter of a tiny
-  // op through this API (x.add(1).delete(); bench/README.md, "the FinalizationRegistry at the end
-  // of the task"). So a new array is registered at the end of the current task (a microtask), and
-  // only if it is still alive then: an array deleted within the task it was made in, as in most
-  // loops, never touches the registry. The price: an array dropped without delete() in the task
-  // that made it is held in `unregistered` until that task ends, so the collector frees it at
-  // its first run after the task, not during it (its finalizer could not run before the task's
-  // end anyway). A long synchronous loop registers its live arrays every kRegisterBatch arrays,
-  // so that the list (and the deleted wrappers it keeps from the collector) stays short.
-  // An array made inside nd.tidy needs no safety net while its scope is open (the scope deletes
-  // it, and scopes are synchronous): it is listed only if it leaves every scope alive (returned
-  // from the outermost one, or nd.keep).
+  // op through this API (x.add(1).delete(); bench/notes/wasm.md, "WebAssembly: the
+  // FinalizationRegistry at the end of the task"). So a new array is registered at the end of the
+  // current task (a microtask), and only if it is still alive then: an array deleted within the
+  // task it was made in, as in most loops, never touches the registry. The price: an array dropped
+  // without delete() in the task that made it is held in `unregistered` until that task ends, so
+  // the collector frees it at its first run after the task, not during it (its finalizer could not
+  // run before the task's end anyway). A long synchronous loop registers its live arrays every
+  // kRegisterBatch arrays, so that the list (and the deleted wrappers it keeps from the collector)
+  // stays short. An array made inside nd.tidy needs no safety net while its scope is open (the
+  // scope deletes it, and scopes are synchronous): it is listed only if it leaves every scope alive
+  // (returned from the outermost one, or nd.keep).
   const registry = new FinalizationRegistry((h) => M.release(h));
   const objectRegistry = new FinalizationRegistry((id) => M.nnRelease(id));
   const scopes = [];  // nd.tidy: one Set of arrays per open scope
@@ -389,8 +389,8 @@ function makeApi(M, threads, simd) {
     // A fresh view each time: the memory may have grown (and its buffer changed) since the last.
     // Copied with set() into a new array, not slice(): Node 20's V8 slices a view of shared
     // memory (the threaded module's) about 3x slower (4 MB: 1.6 ms against 0.5). In Chromium 156
-    // the set() of 4 MB into the touched array takes 0.26-0.31 ms (bench/README.md, "In the
-    // browser").
+    // the set() of 4 MB into the touched array takes 0.26-0.31 ms (bench/notes/browser.md,
+    // "Results (browser)").
     out.set(new Float32Array(M.wasmMemory.buffer, ptr, n));
     return out;
   }

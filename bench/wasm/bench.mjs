@@ -4,7 +4,7 @@
 //   node --experimental-wasm-relaxed-simd bench/wasm/bench.mjs [--only=e6] [out.json]
 // (without the flag, Node 20 cannot run the relaxed-SIMD module and its figures are left out).
 // --only=e6 runs E6 alone and writes its figures into the existing file, keeping the other keys
-// and `machine` (the figures' machine and conditions are in bench/README.md). E5 and E6 are the
+// and `machine` (the figures' machine and conditions are in bench/notes/wasm.md). E5 and E6 are the
 // chapter's experiments as experiments/chapter.cjs writes them (the playground and
 // examples/node/chapter.mjs run the same code); E6 runs each mode in a child process of this
 // script (--e6-child=<mode>, which prints that run's figures as one JSON line).

@@ -35,7 +35,7 @@ ASYNCND_AVX2 inline __m256i first_lanes(std::int64_t count) {
 // KC = 256 keeps a 256 x 16 panel of B (16 KiB) in L1 beside the A panel streaming past it;
 // MC = 144 keeps 144 x 256 of A (144 KiB) in L2. A sweep at 1000^3 on one thread (KC 192-512, MC
 // 72-192, prefetch distance 8-32, the k loop unrolled or not) put every setting within this VM's
-// noise of the others, 0.86-1.07 of OpenBLAS's Haswell kernel (bench/README.md, "Our own AVX2
+// noise of the others, 0.86-1.07 of OpenBLAS's Haswell kernel (bench/notes/gemm.md, "Our own AVX2
 // GEMM"); these are the best mean.
 struct Avx2Tile {
   static constexpr std::int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 144;

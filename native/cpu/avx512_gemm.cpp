@@ -26,7 +26,7 @@ namespace g = kernels::gemm;
 
 #define ASYNCND_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 
-// Tile and block sizes, from a sweep at 1000x1000 on AMD EPYC Zen 5 (bench/README.md, "Our own
+// Tile and block sizes, from a sweep at 1000x1000 on AMD EPYC Zen 5 (bench/notes/gemm.md, "Our own
 // AVX-512 GEMM"): 12x32, 8x48 and 6x64 tiles came within 2% of each other on one core; KC = 384
 // keeps a 384 x 32 panel of B (48 KiB) about L1's size, and 144 x 384 of A (216 KiB) in L2.
 struct Avx512Tile {
@@ -37,7 +37,7 @@ struct Avx512Tile {
   // where the hardware's prefetch alone left the kernel waiting: on an Intel Xeon (model 207),
   // paired with OpenBLAS's SkylakeX kernel in one process, this prefetch and the one of C below
   // took one thread from 0.85-0.88 of OpenBLAS to 0.93-1.00 at 1000^3, and from 0.70-0.77 to
-  // 0.84-0.91 at 2048^3 (distances 8, 16 and 32 all helped, 32 most; bench/README.md, "Prefetch
+  // 0.84-0.91 at 2048^3 (distances 8, 16 and 32 all helped, 32 most; bench/notes/gemm.md, "Prefetch
   // in our AVX-512 GEMM").
   static constexpr std::int64_t kPrefetchB = 32;
 

@@ -9,8 +9,8 @@ namespace asyncnd {
 namespace detail {
 
 // Why it exists: a tiny op (E5) spent a fifth of its time in glibc's aligned malloc/free, and a
-// fresh 4 MB array pays its page faults (E1; bench/README.md, "The CPU allocator"). Both are paid
-// again for every array; a cache pays them once per block.
+// fresh 4 MB array pays its page faults (E1; bench/notes/constants.md, "The CPU allocator"). Both
+// are paid again for every array; a cache pays them once per block.
 //
 // Blocks. Every block is one std::aligned_alloc(64, rounded) of its own, so any cached block can
 // go back to the OS alone (std::free) at any time.
@@ -43,7 +43,8 @@ class CachingAllocator {
   // all back, so the next run ahead reuses those blocks instead of faulting fresh pages in again.
   // (With a fixed 256 MiB, E6 without a read, about 323 MB in use, faulted 60 MB in again on
   // every run and took about 1.06 of the time reading each batch took on a Zen 5;
-  // bench/README.md, "The CPU allocator".) The cache never holds more than the program freed.
+  // bench/notes/constants.md, "The CPU allocator".) The cache never holds more than the program
+  // freed.
   static std::size_t default_limit_for(std::uint64_t memory_bytes);
   // default_limit_for(program_memory_limit().bytes): the cgroup's limit or physical memory.
   static std::size_t default_limit();

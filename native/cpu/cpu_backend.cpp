@@ -78,8 +78,8 @@ extern "C" void blas_thread_shutdown_(void) __attribute__((weak));
 // 2^OPENBLAS_THREAD_TIMEOUT cycles, 2^28 by default: about 0.1 s during which they compete with
 // the engine's workers and waiters for the cores: a wait_to_read loop right after a dot then had
 // to sleep most of the time, and 2^20 cycles cured most of it without changing GEMM throughput
-// (bench/README.md, "OpenBLAS's idle polling"). So unless the user set it, we set 20 (about
-// 0.3 ms of polling) before OpenBLAS's pool restarts.
+// (bench/notes/constants.md, "OpenBLAS's idle polling"). So unless the user set it, we set 20
+// (about 0.3 ms of polling) before OpenBLAS's pool restarts.
 void shorten_blas_spin() {
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) {
     return;

@@ -1,20 +1,20 @@
 // The choice of the CPU GEMM (gemm_select.h). Why OpenBLAS's own entry points: Debian 12's
 // OpenBLAS 0.3.21 is a DYNAMIC_ARCH build that picks its kernel table once, when it loads, from a
 // list of CPU models; on a model it does not know (Intel family 6 model 207, say) it falls back to
-// Prescott's SSE3 kernels, 4.6x slower than its SkylakeX ones on the same machine (bench/README.md,
-// "The GEMM on every CPU"). The same library re-reads OPENBLAS_CORETYPE when its exported
-// gotoblas_dynamic_quit/gotoblas_dynamic_init pair runs, so the backend can move it to the right
-// table in the process, before its first GEMM, keeping every other property of the library (its
-// threads, its tuned kernels for every shape). Loading OpenBLAS at run time after setting the
-// variable would do the same but needs dlopen and breaks static consumers. Where that cannot help
-// (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; an AVX-512 CPU
-// that OpenBLAS maps to an AVX2 kernel), our own AVX-512 GEMM (avx512_gemm.h) runs
+// Prescott's SSE3 kernels, 4.6x slower than its SkylakeX ones on the same machine
+// (bench/notes/gemm.md, "The GEMM on every CPU"). The same library re-reads OPENBLAS_CORETYPE when
+// its exported gotoblas_dynamic_quit/gotoblas_dynamic_init pair runs, so the backend can move it to
+// the right table in the process, before its first GEMM, keeping every other property of the
+// library (its threads, its tuned kernels for every shape). Loading OpenBLAS at run time after
+// setting the variable would do the same but needs dlopen and breaks static consumers. Where that
+// cannot help (the user set OPENBLAS_CORETYPE to a pre-AVX-512 core, which we never override; an
+// AVX-512 CPU that OpenBLAS maps to an AVX2 kernel), our own AVX-512 GEMM (avx512_gemm.h) runs
 // instead: 12x32 tiles on the shared blocked loop reached OpenBLAS's SkylakeX speed at 1000^3
-// (bench/README.md, "Our own AVX-512 GEMM"). Our AVX2 GEMM (avx2_gemm.h, 6x16 tiles) is level
+// (bench/notes/gemm.md, "Our own AVX-512 GEMM"). Our AVX2 GEMM (avx2_gemm.h, 6x16 tiles) is level
 // with OpenBLAS's Haswell kernel, so it replaces only what runs at a fraction of that speed: a
 // pre-AVX2 kernel that OpenBLAS stays on (a core the user set, or every better one refused) on a
-// CPU with AVX2, and the portable GEMM in a build without OpenBLAS (bench/README.md, "Our own AVX2
-// GEMM"). A kernel is used only after gemm_self_test passes on this machine, since some older
+// CPU with AVX2, and the portable GEMM in a build without OpenBLAS (bench/notes/gemm.md, "Our own
+// AVX2 GEMM"). A kernel is used only after gemm_self_test passes on this machine, since some older
 // OpenBLAS kernels compute wrong results on some processors.
 #include "cpu/gemm_select.h"
 
@@ -386,7 +386,7 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     // Xeon, 1000^3 and 2048^3) and behind on several: ours hands out row blocks as its threads
     // finish them, and concurrent GEMMs share its threads. On 16 vCPUs of a Xeon, against
     // OpenBLAS 0.3.26's Cooperlake, ours ran 1000^3 2.2x as fast and the chapter's E6 in
-    // 0.67-0.70 of the time; on 2 vCPUs, 0.97-1.45x (bench/README.md, "Our GEMM on 16 cores").
+    // 0.67-0.70 of the time; on 2 vCPUs, 0.97-1.45x (bench/notes/gemm.md, "Our GEMM on 16 cores").
     const bool openblas_avx512 = is_avx512_core(core);
     if (openblas_avx512 && blas_threads <= 1) return s;
     const std::string err = own_self_test(avx512);
@@ -405,7 +405,7 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
   }
   // Our AVX2 GEMM replaces only a pre-AVX2 kernel (a core the user set, or a better one that
   // failed its self-test): against OpenBLAS's Haswell kernel it is level, 0.94-1.13 of it on one
-  // and two threads of a Xeon, where Prescott's ran at a third (bench/README.md, "Our own AVX2
+  // and two threads of a Xeon, where Prescott's ran at a third (bench/notes/gemm.md, "Our own AVX2
   // GEMM").
   if (avx2.applies && is_fallback_core(core)) {
     const std::string err = own_self_test(avx2);

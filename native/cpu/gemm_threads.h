@@ -42,7 +42,7 @@ class GemmThreads {
   // has some left, then from the next, so each GEMM's caller works on its own job and the
   // helpers go where chunks remain. (Until 2026-11-27 a call that found the helpers busy ran all
   // of its chunks alone: on 16 cores that made E6 with this GEMM 1.2x slower than with OpenBLAS,
-  // though most of its products alone ran 1.4-1.8x as fast; bench/README.md, "Our GEMM on 16
+  // though most of its products alone ran 1.4-1.8x as fast; bench/notes/gemm.md, "Our GEMM on 16
   // cores".)
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);

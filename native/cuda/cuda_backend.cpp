@@ -73,7 +73,7 @@ void check_blas(cublasStatus_t s, const char* what, int device) {
 // waiter may then wait for later work on that stream too, which costs little for small arrays,
 // and a tiny op costs one CUDA call (its launch) instead of three (launch, event at the write,
 // event at the free). A build may set ASYNCND_CUDA_EAGER_EVENT_BYTES (0: every event at once, as
-// before this was measured; bench/README.md has both).
+// before this was measured; bench/notes/gpu.md has both).
 #ifndef ASYNCND_CUDA_EAGER_EVENT_BYTES
 #define ASYNCND_CUDA_EAGER_EVENT_BYTES (std::size_t{1} << 20)
 #endif
@@ -764,7 +764,7 @@ class CudaBackend final : public Backend {
   }
 
   // Held calls (on unless ASYNCND_CUDA_BATCH=0; cuda_set_batching in-tree). A launch costs the
-  // worker a few microseconds whatever the kernel does (3.8 us on an H100 VM: bench/README.md),
+  // worker a few microseconds whatever the kernel does (3.8 us on an H100 VM: bench/notes/gpu.md),
   // more than a tiny op's kernel runs, so a loop of tiny ops is bound by launches. With batching
   // on, a small elementwise call (tiny_batchable) is held, and its op completes at once, when the
   // worker knows of more ops to run on this device (worker_has_more_ops) or already holds calls:

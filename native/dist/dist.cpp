@@ -206,9 +206,9 @@ void run_blocking(const char* op, Request r) {
 
 // Ranks on one machine share its cores. Left alone, each rank's OpenBLAS takes every core and
 // its engine one worker per core but one: 2 ranks on 2 cores ran 4 BLAS threads and 2 workers,
-// and the MLP's step was 8-15% slower, its ranks further apart (bench/README.md, "Data-parallel
-// training over MPI"). torchrun sets OMP_NUM_THREADS=1 for the same reason. Before the engine
-// starts (it reads these once); a user's own setting wins.
+// and the MLP's step was 8-15% slower, its ranks further apart (bench/notes/dist.md, "Results
+// (2026-11-25, 07:03-07:07 UTC)"). torchrun sets OMP_NUM_THREADS=1 for the same reason. Before
+// the engine starts (it reads these once); a user's own setting wins.
 //
 // Each rank's share: detail::rank_cpu_share. Unbound ranks (mpirun --bind-to none) all hold every
 // CPU of their mask, so each gets those CPUs over the ranks; ranks that mpirun bound (Open MPI's

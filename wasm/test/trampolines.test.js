@@ -2,10 +2,10 @@
 // wasm/CMakeLists.txt), a call to a function that may throw, made where locals must be destroyed,
 // leaves WebAssembly through an `invoke_*` trampoline (a JavaScript try/catch) and comes back: about
 // 20 ns each in Node 20 on the AMD EPYC Zen 4. A tiny op made 46 of them before the engine's
-// bookkeeping was marked noexcept (bench/README.md, "WebAssembly: calls that may throw"), half of
-// its cost; a change that puts a throwing call back on the path would go unnoticed in the timings'
-// noise. This test counts them: it copies the package's module, wraps each trampoline of the copy
-// with a counter, and runs x.add(1).delete() through the JS API.
+// bookkeeping was marked noexcept (bench/notes/wasm.md, "WebAssembly: calls that may throw"), half
+// of its cost; a change that puts a throwing call back on the path would go unnoticed in the
+// timings' noise. This test counts them: it copies the package's module, wraps each trampoline of
+// the copy with a counter, and runs x.add(1).delete() through the JS API.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');

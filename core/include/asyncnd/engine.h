@@ -138,7 +138,7 @@ CpuLimit program_cpu_limit();
 // (its cache holds as much as this bound by default), whose fresh pages the workers must fault
 // in, so E6 without a read ran slower with a quarter of a large machine's memory as its bound
 // than with 512 MiB, which still runs several batches ahead. The measurements are in
-// bench/README.md, "The default byte bound".
+// bench/notes/limits.md, "The default byte bound".
 inline constexpr std::uint64_t kDefaultInflightBytesDivisor = 4;
 inline constexpr std::uint64_t kDefaultInflightBytesCap = 512ull << 20;
 // The default byte bound for a program that may use `memory_bytes` (0 = unknown: no bound).

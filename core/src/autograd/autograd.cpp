@@ -181,7 +181,7 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
   // backward; and its ops go at kParameterGradPriority, ahead of the ops that carry backward on
   // to the layers below when both are ready. Nothing in backward waits for a parameter's
   // gradient, but a DistributedTrainer's allreduce does, and then runs beside the rest of
-  // backward (bench/README.md, "Gradients first").
+  // backward (bench/notes/dist.md, "Gradients first").
   const auto sole_parameter = [&fan_in](const NDArray& x) {
     AutogradInfo* in = &x.autograd_info();
     if (!in->requires_grad || in->node) return false;

@@ -141,7 +141,7 @@ DevicePool& EngineImpl::pool_of(Device device) noexcept {
 // Variable records are recycled like op records (recycler.h): the pushing thread makes one per new
 // array, and a worker often destroys it (an orphaned variable's last op), which with malloc and
 // free meant the frontend's malloc waiting on the lock of its own arena, which the worker's free
-// held (bench/README.md, "E5 on the Zen 4"). destroy_var resets a record before it goes back.
+// held (bench/notes/per-op.md, "E5 on the Zen 4"). destroy_var resets a record before it goes back.
 Var EngineImpl::new_var() {
   VarBlock* v = Recycler<VarBlock>::get();
   v->refs.store(1, std::memory_order_relaxed);
@@ -297,7 +297,7 @@ void EngineImpl::push(OpFunction fn, Vars reads, Vars writes, const PushOptions&
   // Again (push ends with it too): a worker that recycled the previous record, next to this one
   // in memory, may have read these lines since, and then each store below would wait for our
   // copy to be made writable again. A loop that pushes and reads each result (the wait round
-  // trip) on a Xeon of 2 vCPUs: push 450-600 -> 330-370 ns (bench/README.md, "The wait round
+  // trip) on a Xeon of 2 vCPUs: push 450-600 -> 330-370 ns (bench/notes/per-op.md, "The wait round
   // trip on the Xeon").
   prefetch_for_write(Recycler<OprBlock>::peek());
   // Ops hold no references: a variable lives while a handle or a queued access names it (see
@@ -701,8 +701,8 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   notify_done_waiters();
   dispatch_all(ready);
   // Recycled last: the counter's locked add and the granted ops would otherwise first wait for
-  // the recycling's stores to the record, whose lines the pushing thread wrote (bench/README.md,
-  // "Recycling an op record last").
+  // the recycling's stores to the record, whose lines the pushing thread wrote
+  // (bench/notes/per-op.md, "Recycling an op record last").
   if (recycle) free_op(op);
 }
 
@@ -773,7 +773,7 @@ void EngineImpl::wait_to_read(const Var& var) {
       // count of completed accesses on the variable's second line, which the worker raises first
       // thing in finish(): no wait op to queue on the variable, grant and signal (see VarBlock).
       // On a Xeon of 2 vCPUs the wait round trip went from 7.4 to about 4 times the spin floor
-      // (bench/README.md, "The wait round trip on the Xeon"). Past the spin budget, the path
+      // (bench/notes/per-op.md, "The wait round trip on the Xeon"). Past the spin budget, the path
       // below queues a wait and parks at once.
       const std::uint64_t mark = v->write_mark;
       lk.unlock();  // hurry_workers may block (see below)
@@ -923,7 +923,7 @@ void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t byt
 //     fetched in the background one deletion before (the prefetch below), not waited for.
 // Waiting on the variable instead cost two line transfers more per op (the pusher's kAttention on
 // the worker's line, the worker's lock on the pusher's), and asking at once one exposed transfer
-// (bench/README.md, "E5 on the Zen 4").
+// (bench/notes/per-op.md, "E5 on the Zen 4").
 void EngineImpl::defer_delete(Var var, OpFunction on_delete) noexcept {
   DeferredDelete oldest;
   {

@@ -49,7 +49,7 @@ struct Access {
 // line. So in a loop like E5's (y = x + 1), x (only read) and each new y (written once, then
 // dropped) stay in the pushing thread's cache: before, the pusher's grant and the worker's
 // completion both wrote the one line, which crossed between their cores twice per variable per
-// op (bench/README.md, "E5 on the Zen 4").
+// op (bench/notes/per-op.md, "E5 on the Zen 4").
 //
 // Accesses running = issued - done. A write is granted only when none runs, so while one runs it
 // is the only access running, and it is running exactly while done < write_mark (the value of
@@ -100,7 +100,7 @@ enum class OpKind : std::uint8_t { kNormal, kWait };
 // touch is the exchange to kReady, or, when the waiter slept, `released`: the waiter returns only
 // after it, so its stack never goes away under the signaller. (Before this, the waiter took mu
 // after every wait and met the signaller still holding it: a futex sleep and wake-up on a wait
-// that had already finished; bench/README.md, "The wait round trip on the Intel Xeon".)
+// that had already finished; bench/notes/per-op.md, "The wait round trip on the Xeon".)
 struct WaitSignal {
   enum : int { kWaiting, kSleeping, kReady };
   alignas(64) std::atomic<int> state{kWaiting};
@@ -260,7 +260,7 @@ class DevicePool {
   // What every push and every idle worker touch, on one cache line: the FIFO and its lock, the
   // counts a spinning worker watches, and the parking counts a push reads to decide whether to
   // wake one. A push then moves one line between the pusher's and the worker's cores, not three
-  // (bench/README.md, "E5 on the Zen 4").
+  // (bench/notes/per-op.md, "E5 on the Zen 4").
   alignas(64) SpinLock qlock_;
   OprBlock* fifo_head_ = nullptr;  // priority-0 ops, FIFO
   OprBlock* fifo_tail_ = nullptr;
@@ -306,7 +306,7 @@ class DevicePool {
   // runs (E5's pushes, a look's worth of small ops) are never split.
   //
   // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
-  // (paced_pool). bench/README.md, "Paced polling", "Runs in a pool of several workers" and
+  // (paced_pool). bench/notes/per-op.md, "Paced polling", "Runs in a pool of several workers" and
   // "Splitting long runs".
   const bool paced_;
   alignas(64) std::atomic<unsigned> hurry_{0};
@@ -378,9 +378,10 @@ class EngineImpl {
                   const PushOptions& opts);
   // push_async for the library's own device ops (ops/ops_common.h): fn(Completion) is kept in the
   // op's record (OpFunction's inline storage), not in a std::function, and the variables come as
-  // arrays, so a device op allocates nothing beyond its record. Measured (bench/README.md): E5 on
-  // the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0 us per step; on an H200, where the
-  // CUDA launch dominates, the change was within the machine's noise.
+  // arrays, so a device op allocates nothing beyond its record. Measured (bench/notes/gpu.md,
+  // "Built after the H200 runs"): E5 on the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0 us
+  // per step; on an H200, where the CUDA launch dominates, the change was within the machine's
+  // noise.
   template <class F>
   void push_device(F&& fn, VarPtrs reads, VarPtrs writes, const PushOptions& opts) {
     push([f = std::forward<F>(fn)]() mutable { f(Completion(current_async_op())); }, reads,
@@ -435,7 +436,7 @@ class EngineImpl {
   // ReadyList of more than 8 ops, a priority queue's growth) ends the process, which is what a
   // throw from a destructor did before, and no half-made grant is left behind. It also keeps
   // these calls direct in WebAssembly, where a call that may throw, made where locals must be
-  // destroyed, goes through a JavaScript trampoline (bench/README.md, "WebAssembly: calls that
+  // destroyed, goes through a JavaScript trampoline (bench/notes/wasm.md, "WebAssembly: calls that
   // may throw").
   static void release_var(VarBlock* v) noexcept;
   static void destroy_var(VarBlock* v) noexcept;
@@ -518,7 +519,7 @@ class EngineImpl {
 
   // Counters on two cache lines: pushers write the first, workers the second. Each count only
   // grows, and what is in flight is a difference (pushed - finished): a counter that both sides
-  // add to and take from would cross between their cores on every op (bench/README.md, "E5 on
+  // add to and take from would cross between their cores on every op (bench/notes/per-op.md, "E5 on
   // the Zen 4"). seen_* are the pusher's lower bounds of the workers' counts: push reads the
   // workers' line only when the cheap bound says a limit may be reached.
   alignas(64) std::atomic<std::uint64_t> pushed_all_{0};  // normal + delete ops

@@ -47,8 +47,8 @@ class SpinLock {
 };
 
 // Spins until pred() holds or about `budget` has passed; true if pred() held. A sleeping hand-off
-// costs two orders of magnitude more than a spinning one (bench/README.md, "Hand-offs and grain
-// sizes"): callers spin for a bounded time before they park.
+// costs two orders of magnitude more than a spinning one (bench/notes/constants.md, "Hand-offs and
+// grain sizes"): callers spin for a bounded time before they park.
 template <class Pred>
 bool spin_until(Pred pred, std::chrono::microseconds budget) {
   if (pred()) return true;

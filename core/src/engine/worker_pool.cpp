@@ -25,13 +25,13 @@ thread_local WorkerTls tls_worker;
 
 constexpr auto kIdleSpin = std::chrono::microseconds(100);
 // A paced pool's idle worker looks at the queue this often (DevicePool::paced_). E5 on a Zen 4
-// VM, per step, against watching the queue: bench/README.md, "Paced polling".
+// VM, per step, against watching the queue: bench/notes/per-op.md, "Paced polling".
 constexpr auto kPollPace = std::chrono::microseconds(4);
 // The spinner asks a run to split when the run's rest would take this many looks or more at the
 // pace it moved since the last look (DevicePool::runs_): 32 µs, against the few µs that a split
 // costs (a walk through half the rest's records, which the worker runs next anyway, a lock of
 // the queue, and the look that takes the half). E5's runs (a look's worth of ops of a fraction
-// of a µs each) are far below it. bench/README.md, "Splitting long runs".
+// of a µs each) are far below it. bench/notes/per-op.md, "Splitting long runs".
 constexpr int kSplitLooks = 8;
 #if defined(__EMSCRIPTEN__)
 // In WebAssembly, every worker that took part in a parallel_for spins this long once idle (beside
@@ -40,8 +40,9 @@ constexpr int kSplitLooks = 8;
 // in the browser (the read-back, the next push). A parked worker that is woken waits for a core
 // the frontend thread holds, and yield() cannot hand one over in wasm: in headless Chromium on
 // 2 vCPUs, 1000^3 products with 2 workers went from 22.6-25.4 ms median (widely spread) to
-// 21.4-21.6 (bench/README.md, "In the browser"). Not natively: there the GEMMs run on their own
-// threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on would take.
+// 21.4-21.6 (bench/notes/browser.md, "Results (browser)"). Not natively: there the GEMMs run on
+// their own threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on would
+// take.
 constexpr auto kAfterJobSpin = std::chrono::microseconds(2000);
 #endif
 
@@ -68,8 +69,8 @@ bool paced_pool(Pacing pacing, int workers) {
   }
 #if defined(__EMSCRIPTEN__)
   // In WebAssembly a pool of several workers (the browser's and Node's default: two) takes ops
-  // one by one, as measured before a run could pass to another worker (bench/README.md, "Runs in
-  // a pool of several workers").
+  // one by one, as measured before a run could pass to another worker (bench/notes/per-op.md, "Runs
+  // in a pool of several workers").
   return workers == 1;
 #else
   (void)workers;
@@ -143,7 +144,7 @@ void DevicePool::hurry() {
 void DevicePool::poke_worker() noexcept {
   // An atomic increment: a plain store of the value read plus one (which the caller need not
   // wait for) measured slower in the wait round trip, 1.53 against 1.41 µs in the slow mode
-  // (bench/README.md, "Paced polling").
+  // (bench/notes/per-op.md, "Paced polling").
   hurry_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -156,7 +157,7 @@ void DevicePool::wake_one() noexcept {
   // One wake in flight at a time (waking_). With several workers, the one that spins takes each
   // op as it comes, and the next push found nobody spinning and woke a sleeper: a futex call on
   // the pusher for a third of the ops (4 workers on a Zen 4 of 2 vCPUs), and on a 16-vCPU Xeon
-  // a push 6-10 times its cost with one worker (bench/README.md, "Held small calls on an NVIDIA
+  // a push 6-10 times its cost with one worker (bench/notes/gpu.md, "Held small calls on an NVIDIA
   // H100"). Cleared by any worker returning from its wait, so a signal that finds the worker
   // already gone (its op taken by another) clears it too.
   // (A load first: most calls find it set, and a load leaves the line shared.)
@@ -196,7 +197,7 @@ OprBlock* DevicePool::try_pop(RunList& rest) {
       op = fifo_head_;
       // The pusher just wrote the record: ask for all its lines at once, before running it
       // reads and writes them one after another (from the end of its function to its
-      // completion, 700 -> 260-370 cycles on a Xeon of 2 vCPUs: bench/README.md, "The wait
+      // completion, 700 -> 260-370 cycles on a Xeon of 2 vCPUs: bench/notes/per-op.md, "The wait
       // round trip on the Xeon").
       EngineImpl::prefetch_for_write(op);
       fifo_head_ = op->next;
@@ -358,7 +359,7 @@ bool DevicePool::spin_paced(int self, int& victim) {
     if ((looks & 7) == 0) std::this_thread::yield();
     // Between looks, only hurry_'s line is read: it stays in both caches until a poke. Read
     // once per clock read: reading it after every pause instead made the wait round trip 8%
-    // slower (bench/README.md, "Paced polling").
+    // slower (bench/notes/per-op.md, "Paced polling").
     const auto next = t + kPollPace;
     do {
       cpu_relax();

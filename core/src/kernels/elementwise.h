@@ -207,7 +207,7 @@ inline void unary_strided(const StridedView& plan, const float* a, float* out, s
 // out is [cols, rows]. Splitting by output rows gives each worker whole output lines, so no two
 // workers write the same cache line. 8x8 tiles: of 8, 16, 32 and 64 (and both loop orders), the
 // only size without cache-set conflicts at power-of-two strides, and as fast as any elsewhere
-// (bench/README.md, "Transpose tiles").
+// (bench/notes/constants.md, "Transpose tiles").
 inline void transpose2d(const float* a, float* out, std::int64_t rows, std::int64_t cols,
                         std::int64_t c0, std::int64_t c1) {
   constexpr std::int64_t kTile = 8;

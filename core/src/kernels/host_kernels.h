@@ -14,8 +14,8 @@ namespace kernels {
 void run_host_kernel(const detail::KernelCall& call);
 
 // Elements per parallel_for chunk of a cheap map: large enough that a hand-off to another worker
-// is small next to the work, small enough to split 1M-element ops (bench/README.md, "Hand-offs
-// and grain sizes").
+// is small next to the work, small enough to split 1M-element ops (bench/notes/constants.md,
+// "Hand-offs and grain sizes").
 // Heavy maps (the op table's Cost) use a quarter of it.
 constexpr std::int64_t kGrain = 32768;
 

@@ -21,10 +21,10 @@ namespace {
 namespace g = kernels::gemm;
 using g::ceil_div;
 
-// Block sizes, chosen from measurements at 1000x1000 (bench/README.md, "Portable GEMM"): in V8 on
-// one thread several (KC, MC) pairs came within a few percent of each other; on two threads
-// MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two threads
-// share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
+// Block sizes, chosen from measurements at 1000x1000 (bench/notes/constants.md, "Portable GEMM"):
+// in V8 on one thread several (KC, MC) pairs came within a few percent of each other; on two
+// threads MC = 96 beat MC = 48, since each row block streams all of packed B from L3 and two
+// threads share it. A 96 x 512 block of A is 192 KiB (L2); a 512 x 8 panel of B is 16 KiB (L1).
 struct PortableTile {
   static constexpr std::int64_t kMr = g::kMr, kNr = g::kNr;
   static constexpr std::int64_t kKc = 512;            // depth of a packed block
@@ -45,13 +45,13 @@ struct PortableTile {
 };
 // Below this m * n * k, packing and threads cost more than they save: a direct loop.
 constexpr std::int64_t kSmallMnk = 32 * 32 * 32;
-// Flops a parallel chunk should at least carry, so a hand-off stays cheap (bench/README.md,
-// "Hand-offs and grain sizes").
+// Flops a parallel chunk should at least carry, so a hand-off stays cheap
+// (bench/notes/constants.md, "Hand-offs and grain sizes").
 constexpr double kChunkFlops = 2e6;
 
 // The buffer of packed B, kept from one GEMM for the next (one buffer, of at most kKeepFloats):
 // a fresh 4 MB buffer per 1000^3 product cost its first touch of every page each time, about 5% of
-// the AVX-512 GEMM's time (perf, bench/README.md "Our own AVX-512 GEMM"). Concurrent GEMMs each
+// the AVX-512 GEMM's time (perf, bench/notes/gemm.md "Our own AVX-512 GEMM"). Concurrent GEMMs each
 // take their own; the largest that fits the limit is the one kept.
 class PackedB {
  public:
@@ -157,9 +157,10 @@ void thin_gemm(bool trans_a, std::int64_t m, std::int64_t k, float alpha, const 
 // Natively on x86-64 with GCC and glibc, the block loop (with the micro-kernel inlined) is also
 // compiled for AVX2 and picked at load time (ifunc): the same 128-bit vector code, but with
 // three-operand instructions and broadcasts from memory, as V8 emits for SIMD128 (faster:
-// bench/README.md, "Portable GEMM"). No FMA (not in the "avx2" target, and -std=c++17 does not
-// contract), so both versions compute bit-identical results. Not under ThreadSanitizer or AddressSanitizer:
-// the loader runs ifunc resolvers before the sanitizer's runtime starts (the TSan build crashed).
+// bench/notes/constants.md, "Portable GEMM"). No FMA (not in the "avx2" target, and -std=c++17 does
+// not contract), so both versions compute bit-identical results. Not under ThreadSanitizer or
+// AddressSanitizer: the loader runs ifunc resolvers before the sanitizer's runtime starts (the TSan
+// build crashed).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define ASYNCND_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
@@ -256,7 +257,8 @@ void packed_sgemm(const TileLoop& tile, const Runner& runner, bool trans_a, bool
   // the other (another process on its core, a Web Worker compiled later, the browser's own
   // threads) was still in a full task while the other sat idle: traced in V8 with 2 workers at
   // 1000x1000, the idle tail was 2-9 ms of 35-45 ms on a loaded machine and 1.5 ms of 27 on a
-  // quieter one; with shrinking tasks 0.2-3 ms and 0.7 ms (bench/README.md, "Two threads in V8").
+  // quieter one; with shrinking tasks 0.2-3 ms and 0.7 ms (bench/notes/wasm.md, "Two threads in
+  // V8").
   const std::int64_t weight_sum = tasks * (tasks + 1) / 2;
   auto task_begin = [panels, tasks, weight_sum](std::int64_t t) {  // panels before task t
     return panels * (t * (2 * tasks - t + 1) / 2) / weight_sum;

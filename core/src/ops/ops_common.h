@@ -37,7 +37,7 @@ NDArray new_array_like(const char* op, const NDArray& a);
 
 // An array's storage, variable and device, for an array already checked (check_defined): no
 // check, so no call that may throw (in WebAssembly such a call, where locals must be destroyed,
-// goes through a JavaScript trampoline: bench/README.md, "WebAssembly: calls that may throw").
+// goes through a JavaScript trampoline: bench/notes/wasm.md, "WebAssembly: calls that may throw").
 inline float* data_of(const NDArray& a) { return a.chunk()->data; }
 inline const Var& var_of(const NDArray& a) { return a.chunk()->var; }
 inline Device device_of(const NDArray& a) { return a.chunk()->device; }
