@@ -22,7 +22,7 @@
 //      (OPENBLAS_THREAD_TIMEOUT=4), each where the user has not set it.
 // With out.json it writes the figures there (flat keys, "e1t_..."), and the engine run's trace
 // beside it (e1_threads_trace.json, for Perfetto). tools/gpu-check.sh runs it on the GPU machine,
-// the many-core machine we have. bench/README.md, "E1's first run, and the thread counts", has
+// the many-core machine we have. bench/notes/e1.md, "E1's first run, and the thread counts", has
 // the results.
 #include <asyncnd/asyncnd.h>
 

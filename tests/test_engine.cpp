@@ -882,7 +882,7 @@ TEST_CASE("parallel_for covers the range once, from ops and from outside", "[eng
 
 // An idle worker spins, or wakes, for a job only while it has chunks left to claim: a helper that
 // kept spinning on a job whose last chunk another thread runs would take that thread's core (on
-// 2 vCPUs with 2 workers, the synchronous E1 ran 13% slower: bench/README.md).
+// 2 vCPUs with 2 workers, the synchronous E1 ran 13% slower: bench/notes/e1.md).
 TEST_CASE("a parallel_for job stops drawing idle workers once its chunks are all claimed",
           "[engine]") {
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});

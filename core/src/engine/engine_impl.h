@@ -268,8 +268,8 @@ class DevicePool {
   std::atomic<int> queued_{0};
   // parallel_for jobs with chunks not yet claimed. Idle workers spin or wake for these only: a
   // job whose chunks are all claimed needs no helper, and a helper spinning on it would take the
-  // core of the thread that runs its last chunk (bench/README.md, "E1's first run, and the
-  // thread counts").
+  // core of the thread that runs its last chunk (bench/notes/e1.md, "E1's first run, and the thread
+  // counts").
   std::atomic<int> njobs_{0};
   // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
   // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
