@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
+#include "test_util.h"
+
 using namespace asyncnd;
 
-namespace {
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-}  // namespace
+using asyncnd_test::sleep_ms;
 
 TEST_CASE("an async op finishes when its completion is used, not when fn returns",
           "[engine][async]") {

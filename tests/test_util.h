@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 namespace asyncnd_test {
 
@@ -38,6 +40,16 @@ inline std::int64_t scaled(std::int64_t n, std::int64_t at_least = 1) {
   auto v = static_cast<std::int64_t>(static_cast<double>(n) * test_scale());
   return v < at_least ? at_least : v;
 }
+
+inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// An op that blocks a worker until the test opens the gate.
+struct Gate {
+  std::atomic<bool> open{false};
+  void wait() const {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+};
 
 inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,317 @@
+// What the engine reports and how it is configured: the profiler's trace, stats per device and
+// the bounds in force, parallel_for, and the options and memory limits read from the
+// environment.
+#include <catch2/catch.hpp>
+
+#include <asyncnd/detail/backend.h>  // detail::memory_limit_from
+#include <asyncnd/engine.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_impl.h"  // detail::EngineAccess (core/src: internal)
+#include "test_util.h"
+
+using namespace asyncnd;
+using asyncnd_test::Gate;
+using asyncnd_test::sleep_ms;
+
+TEST_CASE("profiler records every op as Chrome trace JSON", "[engine][profiler]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    Engine eng(EngineOptions{kind, 2});
+    Var x = eng.new_var(), y = eng.new_var(), z = eng.new_var();
+    eng.push([] {}, {}, {x});  // not recorded: before start
+    eng.start_profiling();
+    CHECK(eng.profiling());
+    eng.push([] { sleep_ms(2); }, {x}, {y}, PushOptions{Device{}, 0, "mul"});
+    eng.push([] {}, {y}, {z}, PushOptions{Device{}, 0, "add \"2\""});
+    eng.waitall();
+    const std::string json = eng.stop_profiling();
+    CHECK_FALSE(eng.profiling());
+    const auto events = eng.profile_events();
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].name == "mul");
+    CHECK(events[0].reads == std::vector<std::uint64_t>{x.id()});
+    CHECK(events[0].writes == std::vector<std::uint64_t>{y.id()});
+    CHECK(events[0].end_us - events[0].start_us >= 1500);
+    CHECK(events[1].start_us >= events[0].end_us);
+    CHECK(json.find("\"traceEvents\"") != std::string::npos);
+    CHECK(json.find("\"ph\":\"X\"") != std::string::npos);
+    CHECK(json.find("add \\\"2\\\"") != std::string::npos);
+    if (kind == EngineKind::kThreaded) {
+      CHECK(events[0].worker >= 0);
+      CHECK(json.find("worker ") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("stats count ops and bytes per device", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  const EngineStats s0 = eng.stats();
+  // What array storage reports (Chunk), through the internal access: not a user call.
+  detail::EngineImpl& impl = detail::EngineAccess::impl(eng);
+  impl.note_alloc(Device::cpu(), 1000);
+  impl.note_alloc(Device::cpu(), 500);
+  impl.note_free(Device::cpu(), 1000);
+  Var v = eng.new_var();
+  for (int i = 0; i < 10; ++i) eng.push([] {}, {}, {v});
+  eng.waitall();
+  const EngineStats s = eng.stats();
+  CHECK(s.pushed == s0.pushed + 10);
+  CHECK(s.finished == s0.finished + 10);
+  CHECK(s.pending == 0);
+  REQUIRE_FALSE(s.devices.empty());
+  CHECK(s.devices[0].device == Device::cpu());
+  CHECK(s.devices[0].bytes_in_use == 500);
+  CHECK(s.devices[0].bytes_peak == 1500);
+  eng.reset_peak_bytes();
+  CHECK(eng.stats().bytes_peak == 500);
+  impl.note_free(Device::cpu(), 500);
+}
+
+TEST_CASE("stats keep every device's bytes apart, however high its id", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  detail::EngineImpl& impl = detail::EngineAccess::impl(eng);
+  // gpu(16) and gpu(64) once shared gpu(0)'s count (an index modulo 16): each has its own now.
+  const Device ids[] = {Device::gpu(0), Device::gpu(16), Device::gpu(64), Device::gpu(1000)};
+  std::uint64_t bytes = 100;
+  for (Device d : ids) impl.note_alloc(d, bytes++);
+  const EngineStats s = eng.stats();
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO(ids[i].str());
+    int found = 0;
+    for (const DeviceStats& d : s.devices) {
+      if (d.device != ids[i]) continue;
+      ++found;
+      CHECK(d.bytes_in_use == 100 + i);
+    }
+    CHECK(found == 1);
+  }
+  bytes = 100;
+  for (Device d : ids) impl.note_free(d, bytes++);
+}
+
+TEST_CASE("parallel_for covers the range once, from ops and from outside", "[engine]") {
+  for (int workers : {1, 2, 4}) {
+    Engine eng(EngineOptions{EngineKind::kThreaded, workers});
+    for (std::int64_t n : {0, 1, 7, 1000, 100003}) {
+      std::vector<int> hits(static_cast<std::size_t>(n), 0);
+      auto body = [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      };
+      eng.parallel_for(n, 100, body);
+      Var v = eng.new_var();
+      eng.push([&] { eng.parallel_for(n, 64, body); }, {}, {v});
+      eng.wait_to_read(v);
+      for (int h : hits) REQUIRE(h == 2);
+    }
+  }
+}
+
+// An idle worker spins, or wakes, for a job only while it has chunks left to claim: a helper that
+// kept spinning on a job whose last chunk another thread runs would take that thread's core (on
+// 2 vCPUs with 2 workers, the synchronous E1 ran 13% slower: bench/notes/e1.md).
+TEST_CASE("a parallel_for job stops drawing idle workers once its chunks are all claimed",
+          "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  detail::EngineImpl& impl = detail::EngineAccess::impl(eng);
+  for (std::int64_t n : {2, 100}) {  // 2 chunks (both claimed below), and 8 (some left)
+    std::atomic<int> entered{0};
+    std::atomic<bool> release{false};
+    auto body = [&](std::int64_t, std::int64_t) {
+      entered.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    };
+    std::thread caller([&] { eng.parallel_for(n, 1, body); });
+    // The caller and the workers each hold one chunk while they wait for `release`.
+    const int holders = n == 2 ? 2 : 1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (entered.load() < holders && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    REQUIRE(entered.load() >= holders);
+    CHECK(impl.cpu_open_jobs() == (n == 2 ? 0 : 1));
+    release = true;
+    caller.join();
+    CHECK(impl.cpu_open_jobs() == 0);
+  }
+}
+
+TEST_CASE("an exception inside parallel_for reaches the caller, not the worker", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  std::atomic<std::int64_t> covered{0};
+  auto body = [&](std::int64_t b, std::int64_t e) {
+    covered += e - b;
+    if (b == 0) throw std::runtime_error("chunk zero failed");
+  };
+  CHECK_THROWS_WITH(eng.parallel_for(100000, 1000, body), Catch::Contains("chunk zero failed"));
+  CHECK(covered.load() == 100000);
+  Var v = eng.new_var();
+  eng.push([&] { eng.parallel_for(100000, 1000, body); }, {}, {v},
+           PushOptions{Device{}, 0, "split_op"});
+  CHECK_THROWS_WITH(eng.wait_to_read(v),
+                    Catch::Contains("split_op") && Catch::Contains("chunk zero failed"));
+}
+
+TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE, ASYNCND_CPU_WORKERS and "
+          "ASYNCND_CPU_PACING", "[engine]") {
+  ::setenv("ASYNCND_ENGINE", "naive", 1);
+  ::setenv("ASYNCND_CPU_WORKERS", "3", 1);
+  EngineOptions o = EngineOptions::from_env();
+  CHECK(o.kind == EngineKind::kNaive);
+  CHECK(o.cpu_workers == 3);
+  CHECK(o.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(o.cpu_pacing == Pacing::kAuto);
+  ::setenv("ASYNCND_ENGINE", "turbo", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("turbo"));
+  ::unsetenv("ASYNCND_ENGINE");
+  ::setenv("ASYNCND_CPU_WORKERS", "many", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("many"));
+  ::unsetenv("ASYNCND_CPU_WORKERS");
+  for (Pacing p : {Pacing::kAuto, Pacing::kRuns, Pacing::kOps}) {
+    ::setenv("ASYNCND_CPU_PACING", pacing_name(p), 1);
+    CHECK(EngineOptions::from_env().cpu_pacing == p);
+  }
+  ::setenv("ASYNCND_CPU_PACING", "", 1);
+  CHECK(EngineOptions::from_env().cpu_pacing == Pacing::kAuto);
+  ::setenv("ASYNCND_CPU_PACING", "Runs", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(),
+                    Catch::Contains("ASYNCND_CPU_PACING") && Catch::Contains("'Runs'") &&
+                        Catch::Contains("'auto', 'runs' or 'ops'"));
+  ::unsetenv("ASYNCND_CPU_PACING");
+}
+
+TEST_CASE("pacing: natively every CPU pool takes runs unless told otherwise", "[engine]") {
+  for (int workers : {1, 3}) {
+    INFO(workers << " workers");
+    CHECK(Engine(EngineOptions{EngineKind::kThreaded, workers}).pacing() == Pacing::kRuns);
+    EngineOptions o{EngineKind::kThreaded, workers};
+    o.cpu_pacing = Pacing::kOps;
+    CHECK(Engine(o).pacing() == Pacing::kOps);
+    o.cpu_pacing = Pacing::kRuns;
+    CHECK(Engine(o).pacing() == Pacing::kRuns);
+  }
+  CHECK(Engine(EngineOptions{EngineKind::kNaive}).pacing() == Pacing::kOps);
+  CHECK_THROWS_WITH(Engine(EngineOptions{}).pacing(Device{DeviceKind::kCPU, 3}),
+                    Catch::Contains("pacing"));
+}
+
+TEST_CASE("memory_limit_from: the cgroup's limit when below physical memory, else physical",
+          "[engine][backpressure]") {
+  using detail::memory_limit_from;
+  const std::uint64_t phys = 24ull << 30;
+  auto check = [](MemoryLimit m, std::uint64_t bytes, BoundSource source) {
+    CHECK(m.bytes == bytes);
+    CHECK(m.source == source);
+  };
+  check(memory_limit_from(nullptr, nullptr, phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("max\n", nullptr, phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("max\n", "1073741824\n", phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from("1073741824\n", nullptr, phys), 1ull << 30, BoundSource::kCgroup);
+  check(memory_limit_from(nullptr, "536870912\n", phys), 512ull << 20, BoundSource::kCgroup);
+  // cgroup v1's "unlimited" is about 2^63: physical memory decides.
+  check(memory_limit_from(nullptr, "9223372036854771712\n", phys), phys, BoundSource::kPhysical);
+  check(memory_limit_from(nullptr, "99999999999999999999999\n", phys), phys,
+        BoundSource::kPhysical);
+  check(memory_limit_from("", "536870912", phys), 512ull << 20, BoundSource::kCgroup);
+  check(memory_limit_from("1073741824", nullptr, 0), 1ull << 30, BoundSource::kCgroup);
+  check(memory_limit_from(nullptr, nullptr, 0), 0, BoundSource::kNone);
+
+  const MemoryLimit here = program_memory_limit();
+  INFO("this machine: " << here.bytes << " bytes, " << bound_source_name(here.source));
+  CHECK(here.bytes > 0);
+  CHECK((here.source == BoundSource::kCgroup || here.source == BoundSource::kPhysical));
+}
+
+TEST_CASE("from_env: the default byte bound is a quarter of the memory limit (at most 512 MiB), "
+          "the environment "
+          "overrides both bounds", "[engine][backpressure]") {
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+  const MemoryLimit small{64ull << 20, BoundSource::kCgroup};
+  EngineOptions o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(o.max_inflight_bytes == (64u << 20) / kDefaultInflightBytesDivisor);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kCgroup);
+  o = EngineOptions::from_env(MemoryLimit{});
+  CHECK(o.max_inflight_bytes == 0);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kNone);
+  CHECK(EngineOptions::from_env().max_inflight_bytes ==
+        default_max_inflight_bytes(program_memory_limit().bytes));
+  // The cap: a quarter of 64 GiB would be 16 GiB.
+  CHECK(EngineOptions::from_env(MemoryLimit{64ull << 30, BoundSource::kPhysical})
+            .max_inflight_bytes == kDefaultInflightBytesCap);
+  CHECK(default_max_inflight_bytes(2ull << 30) == 512ull << 20);
+
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "1000", 1);
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "7", 1);
+  o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_bytes == 1000);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kEnv);
+  CHECK(o.max_inflight_ops == 7);
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "0", 1);  // 0: no bound
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "0", 1);
+  o = EngineOptions::from_env(small);
+  CHECK(o.max_inflight_bytes == 0);
+  CHECK(o.max_inflight_bytes_source == BoundSource::kNone);
+  CHECK(o.max_inflight_ops == 0);
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+
+  for (const char* bad : {"-1", "12abc", "lots", "", " 5", "1e9", "99999999999999999999999"}) {
+    ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", bad, 1);
+    CHECK_THROWS_WITH(EngineOptions::from_env(small),
+                      Catch::Contains("ASYNCND_MAX_INFLIGHT_BYTES") &&
+                          Catch::Contains(std::string("'") + bad + "'"));
+  }
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  ::setenv("ASYNCND_MAX_INFLIGHT_OPS", "-3", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(small),
+                    Catch::Contains("ASYNCND_MAX_INFLIGHT_OPS") && Catch::Contains("'-3'"));
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+}
+
+TEST_CASE("stats: the bounds in force, the byte bound's source, and the pushes that waited",
+          "[engine][backpressure]") {
+  Engine eng(EngineOptions::from_env(MemoryLimit{1ull << 30, BoundSource::kWasmHeap}));
+  EngineStats s = eng.stats();
+  CHECK(s.max_inflight_ops == kDefaultMaxInflightOps);
+  CHECK(s.max_inflight_bytes == (1u << 30) / kDefaultInflightBytesDivisor);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kWasmHeap);
+  CHECK(std::string(bound_source_name(s.max_inflight_bytes_source)) == "wasm heap");
+  CHECK(s.push_waits == 0);
+
+  eng.set_max_inflight(2, 100);
+  s = eng.stats();
+  CHECK(s.max_inflight_ops == 2);
+  CHECK(s.max_inflight_bytes == 100);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kUser);
+  // A gated op and a second one fill the op bound: the third push waits until the gate opens.
+  Gate gate;
+  Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var();
+  eng.push([&] { gate.wait(); }, {}, {a});
+  eng.push([] {}, {a}, {b});
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open = true;
+  });
+  eng.push([] {}, {}, {c});
+  opener.join();
+  eng.waitall();
+  CHECK(eng.stats().push_waits >= 1);
+
+  eng.set_max_inflight(0, 0);
+  s = eng.stats();
+  CHECK(s.max_inflight_ops == 0);
+  CHECK(s.max_inflight_bytes == 0);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kNone);
+  eng.reset_max_inflight();
+  s = eng.stats();
+  CHECK(s.max_inflight_bytes == (1u << 30) / kDefaultInflightBytesDivisor);
+  CHECK(s.max_inflight_bytes_source == BoundSource::kWasmHeap);
+
+  Engine mine(EngineOptions{EngineKind::kThreaded, 1, 0, 5000});
+  CHECK(mine.stats().max_inflight_bytes_source == BoundSource::kUser);
+  CHECK(std::string(bound_source_name(BoundSource::kNone)) == "none");
+}
