@@ -3,14 +3,12 @@
 // bound the memory of a training loop that never synchronises.
 #include <asyncnd/asyncnd.h>
 
-#include <atomic>
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "ops_test_util.h"
+#include "test_util.h"
 
 using namespace asyncnd;
 using namespace asyncnd_test;
@@ -226,15 +224,13 @@ TEST_CASE("without a bound the frontend runs far ahead, and the results are righ
   engine().reset_peak_bytes();
   // A gate holds every op that reads x until the frontend has pushed them all: deterministic
   // proof that push did not wait, with all n outputs allocated at once.
-  std::atomic<bool> open{false};
-  engine().push([&] {
-    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }, {}, {x.var()});
+  asyncnd_test::Gate gate;
+  engine().push([&] { gate.wait(); }, {}, {x.var()});
   std::vector<NDArray> ys;
   for (int i = 0; i < n; ++i) ys.push_back(x * static_cast<float>(i));
   CHECK(engine().stats().pending >= static_cast<std::uint64_t>(n));
   CHECK(engine().stats().bytes_in_use >= base + n * out_bytes);
-  open = true;
+  gate.open = true;
   for (int i = 0; i < n; i += 17) CHECK(ys[i].to_vector()[elems - 1] == static_cast<float>(i));
   ys.clear();
   nd::waitall();

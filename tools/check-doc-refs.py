@@ -86,7 +86,8 @@ def main():
             for t in titles:
                 checked += 1
                 if heads is None:
-                    bad.append(f'{rel}:{line_of(text, m.start())}: bench/{m.group(1)}.md does not exist')
+                    bad.append(f'{rel}:{line_of(text, m.start())}: bench/{m.group(1)}.md '
+                               'does not exist')
                 elif not matches(clean(t), heads):
                     bad.append(f'{rel}:{line_of(text, m.start())}: no section "{clean(t)}" '
                                f'in bench/{m.group(1)}.md')

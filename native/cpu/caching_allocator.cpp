@@ -167,8 +167,8 @@ class ThreadCache {
   // The last few blocks freed per class wait in recent_, which links nothing into the block
   // itself: a block is usually freed by the thread that allocated it, after a worker wrote its
   // values, and writing a link into it would pull that cache line back from the worker's core
-  // (one transfer per small array; E5 makes one per step: bench/notes/per-op.md, "E5 on the Zen
-  // 4").
+  // (one transfer per small array; E5 makes one per step:
+  // bench/notes/per-op.md, "E5 on the Zen 4").
   void free(int c, void* p) noexcept {
     add_bytes(static_cast<std::ptrdiff_t>(class_size(c)));
     if (nrecent_[c] < kRecent) {

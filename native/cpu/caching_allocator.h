@@ -43,8 +43,8 @@ class CachingAllocator {
   // all back, so the next run ahead reuses those blocks instead of faulting fresh pages in again.
   // (With a fixed 256 MiB, E6 without a read, about 323 MB in use, faulted 60 MB in again on
   // every run and took about 1.06 of the time reading each batch took on a Zen 5;
-  // bench/notes/constants.md, "The CPU allocator".) The cache never holds more than the program
-  // freed.
+  // bench/notes/constants.md, "The CPU allocator".) The cache never holds more than the
+  // program freed.
   static std::size_t default_limit_for(std::uint64_t memory_bytes);
   // default_limit_for(program_memory_limit().bytes): the cgroup's limit or physical memory.
   static std::size_t default_limit();

@@ -268,8 +268,8 @@ class DevicePool {
   std::atomic<int> queued_{0};
   // parallel_for jobs with chunks not yet claimed. Idle workers spin or wake for these only: a
   // job whose chunks are all claimed needs no helper, and a helper spinning on it would take the
-  // core of the thread that runs its last chunk (bench/notes/e1.md, "E1's first run, and the thread
-  // counts").
+  // core of the thread that runs its last chunk
+  // (bench/notes/e1.md, "E1's first run, and the thread counts").
   std::atomic<int> njobs_{0};
   // Parking. At most one idle worker spins at a time (in wasm, beside those fresh from a
   // parallel_for: worker_pool.cpp, kAfterJobSpin); the rest sleep until woken.
@@ -379,9 +379,9 @@ class EngineImpl {
   // push_async for the library's own device ops (ops/ops_common.h): fn(Completion) is kept in the
   // op's record (OpFunction's inline storage), not in a std::function, and the variables come as
   // arrays, so a device op allocates nothing beyond its record. Measured (bench/notes/gpu.md,
-  // "Built after the H200 runs"): E5 on the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0 us
-  // per step; on an H200, where the CUDA launch dominates, the change was within the machine's
-  // noise.
+  // "Built after the H200 runs"): E5 on the GPU emulated on the CPU went from 2.7-3.4 to 1.2-2.0
+  // us per step; on an H200, where the CUDA launch dominates, the change was within the
+  // machine's noise.
   template <class F>
   void push_device(F&& fn, VarPtrs reads, VarPtrs writes, const PushOptions& opts) {
     push([f = std::forward<F>(fn)]() mutable { f(Completion(current_async_op())); }, reads,

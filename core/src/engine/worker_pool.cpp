@@ -41,8 +41,8 @@ constexpr int kSplitLooks = 8;
 // the frontend thread holds, and yield() cannot hand one over in wasm: in headless Chromium on
 // 2 vCPUs, 1000^3 products with 2 workers went from 22.6-25.4 ms median (widely spread) to
 // 21.4-21.6 (bench/notes/browser.md, "Results (browser)"). Not natively: there the GEMMs run on
-// their own threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on would
-// take.
+// their own threads (OpenBLAS's, gemm_threads.cpp), whose cores an engine worker spinning on
+// would take.
 constexpr auto kAfterJobSpin = std::chrono::microseconds(2000);
 #endif
 

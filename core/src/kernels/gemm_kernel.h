@@ -3,8 +3,8 @@
 // 4x8 (eight accumulators) with mul + add natively; 5x8 with mul + add in the SIMD128 WebAssembly
 // module (the widest tile that fits V8's 16 xmm registers with a product register: 6x8 spilled and
 // ran at half speed); 6x8 with f32x4.relaxed_madd in the relaxed-SIMD module (-mrelaxed-simd),
-// where no product register is needed (bench/notes/constants.md, "Portable GEMM" and "Relaxed
-// SIMD").
+// where no product register is needed
+// (bench/notes/constants.md, "Portable GEMM" and "Relaxed SIMD").
 #pragma once
 
 #include <cstdint>
@@ -234,8 +234,8 @@ inline void micro_kernel(std::int64_t kc, const float* pa, const float* pb, floa
   f32x4 c00 = simd::zero(), c01 = simd::zero(), c10 = simd::zero(), c11 = simd::zero();
   f32x4 c20 = simd::zero(), c21 = simd::zero(), c30 = simd::zero(), c31 = simd::zero();
   // Unrolled by 2 under clang (measured in V8 when this was also the wasm kernel; by 4, V8 spilled
-  // registers: bench/notes/constants.md, "Portable GEMM"); gcc, the usual native compiler, does not
-  // unroll.
+  // registers: bench/notes/constants.md, "Portable GEMM"); gcc, the usual native compiler,
+  // does not unroll.
 #if defined(__clang__)
 #pragma clang loop unroll_count(2)
 #endif

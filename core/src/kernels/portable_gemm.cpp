@@ -257,8 +257,8 @@ void packed_sgemm(const TileLoop& tile, const Runner& runner, bool trans_a, bool
   // the other (another process on its core, a Web Worker compiled later, the browser's own
   // threads) was still in a full task while the other sat idle: traced in V8 with 2 workers at
   // 1000x1000, the idle tail was 2-9 ms of 35-45 ms on a loaded machine and 1.5 ms of 27 on a
-  // quieter one; with shrinking tasks 0.2-3 ms and 0.7 ms (bench/notes/wasm.md, "Two threads in
-  // V8").
+  // quieter one; with shrinking tasks 0.2-3 ms and 0.7 ms
+  // (bench/notes/wasm.md, "Two threads in V8").
   const std::int64_t weight_sum = tasks * (tasks + 1) / 2;
   auto task_begin = [panels, tasks, weight_sum](std::int64_t t) {  // panels before task t
     return panels * (t * (2 * tasks - t + 1) / 2) / weight_sum;
