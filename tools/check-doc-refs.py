@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that every reference to a section of the benchmark notes names a section that exists.
+"""Checks that every reference to a section of the benchmark notes names a section that exists,
+and that every path into the repository that a comment or document names exists.
 
 Comments and documents point to measurements as `bench/notes/gemm.md, "Our own AVX2 GEMM"` (or
 `bench/README.md, "The figures"`), and the notes link to each other as `["Title"](per-op.md)`.
@@ -7,11 +8,18 @@ A heading renamed or moved to another file leaves such a pointer dangling, and n
 notice. A title matches a heading (## or ###) that it begins: the headings carry a date the
 references leave out, as in "Splitting long runs (2026-11-27, 07:08-07:30 UTC)".
 
+Paths are checked too: `native/cpu/gemm_select.h`, `bench/notes/limits.md` or `wasm/test/` named
+anywhere must exist, from the repository's root or from the naming file's folder, so that a file
+renamed or removed is caught where it is named. What the build makes (`wasm/dist/`, `web/vendor/`,
+node_modules), which git ignores, need not exist. A file mentioned as history ("the since removed
+...") is named without its folder, so that it is not taken for a pointer.
+
 Usage: tools/check-doc-refs.py [SOURCE_DIR]   (default: the repository this script is in)
 Prints each dangling reference with its file and line; exits 1 if there is any.
 """
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
@@ -54,6 +62,25 @@ REF = re.compile(r'bench/(README|notes/[\w-]+)\.md`?,?\s*' + COMMENT_BREAK + r'\
 LINK = re.compile(r'\[("[^"]+")\]\(((?:notes/)?[\w-]+\.md|\.\./README\.md)\)')
 
 
+# A path into the repository: one of its top folders, then at least one more part; not the tail of
+# a longer path or a URL (github.com/.../tests/x), and not a glob.
+TOP_DIRS = sorted(d for d in os.listdir(ROOT) if os.path.isdir(os.path.join(ROOT, d)) and
+                  d not in SKIP_DIRS and not d.startswith('build-') and d != 'shared')
+PATH = re.compile(r'(?<![\w./*-])((?:' + '|'.join(re.escape(d) for d in TOP_DIRS) +
+                  r')/[\w.-]+(?:/[\w.-]+)*/?)(?![\w*])')
+
+
+def git_ignored(rel):
+    """Whether git ignores this path (a build output); False where git cannot say. A folder that
+    does not exist matches a pattern for folders (`wasm/dist/`) only with its trailing slash."""
+    try:
+        return any(subprocess.run(['git', '-C', ROOT, 'check-ignore', '-q', '--no-index', r],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   .returncode == 0 for r in (rel, rel.rstrip('/') + '/'))
+    except OSError:
+        return False
+
+
 def line_of(text, pos):
     return text.count('\n', 0, pos) + 1
 
@@ -72,6 +99,8 @@ def main():
 
     bad = []
     checked = 0
+    paths = 0
+    ignored = {}
     for path in source_files():
         try:
             with open(path, encoding='utf-8') as f:
@@ -102,9 +131,19 @@ def main():
                 elif not matches(title, heads):
                     bad.append(f'{rel}:{line_of(text, m.start())}: no section "{title}" in '
                                f'{os.path.relpath(target, ROOT)}')
+        for m in PATH.finditer(text):
+            p = m.group(1).rstrip('.')
+            paths += 1
+            if os.path.exists(os.path.join(ROOT, p)) or \
+                    os.path.exists(os.path.join(os.path.dirname(path), p)):
+                continue
+            if p not in ignored:
+                ignored[p] = git_ignored(p)
+            if not ignored[p]:
+                bad.append(f'{rel}:{line_of(text, m.start())}: {p} does not exist')
     for b in bad:
         print(b)
-    print(f'check-doc-refs: {checked} references, {len(bad)} dangling')
+    print(f'check-doc-refs: {checked} section references and {paths} paths, {len(bad)} dangling')
     return 1 if bad else 0
 
 
