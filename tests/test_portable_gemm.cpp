@@ -2,7 +2,8 @@
 // 4x8 tile), on a CPU with AVX-512 detail::avx512_sgemm (12x32 tile), and on a CPU with AVX2 and
 // FMA detail::avx2_sgemm (6x16 tile): every transpose
 // combination, edge sizes around the tiles and the KC/MC blocks, padded strides, alpha/beta
-// variants (beta = 0 over a NaN-filled C), run serially, on 1, 2 and 4 workers and from inside ops.
+// variants (beta = 0 over a NaN-filled C), run serially, on 1, 2 and 4 workers and from inside ops,
+// and with each matrix ending where an unmapped page begins.
 #include <asyncnd/asyncnd.h>
 
 #include <catch2/catch.hpp>
@@ -17,6 +18,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "asyncnd/detail/backend.h"
 #include "cpu/avx2_gemm.h"
@@ -225,6 +229,73 @@ TEST_CASE("our GEMMs with m = 0 or n = 0 touch nothing", "[gemm][portable]") {
     gemm.fn(false, false, 0, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
     gemm.fn(false, false, 1, 0, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
     CHECK(c == 7.0f);
+  }
+}
+
+// `count` floats that end where an unmapped page begins: reading or writing one float past the
+// end stops the process with SIGSEGV, as an allocation that ends at the end of its mapping does.
+class GuardedFloats {
+ public:
+  explicit GuardedFloats(std::size_t count) {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = (count * sizeof(float) + page - 1) / page * page;
+    size_ = bytes + page;
+    void* base = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::runtime_error("GuardedFloats: mmap failed");
+    base_ = static_cast<char*>(base);
+    if (::mprotect(base_ + bytes, page, PROT_NONE) != 0) {
+      ::munmap(base_, size_);
+      throw std::runtime_error("GuardedFloats: mprotect failed");
+    }
+    data_ = reinterpret_cast<float*>(base_ + bytes) - count;
+  }
+  ~GuardedFloats() { ::munmap(base_, size_); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  char* base_ = nullptr;
+  std::size_t size_ = 0;
+  float* data_ = nullptr;
+};
+
+// A, B and C each end at an unmapped page, with no padding, so that the last row of each is the
+// last thing mapped: the column edges of every tile width (n % 16 and n % 32 from 1 up), every
+// transpose, and C read (beta != 0) and not, with k large enough that the packed path runs (m *
+// n * k above the direct loop's 32^3), and m = 1 for the thin path. A kernel that touches a float past a row's end
+// there, as a masked load or store does under qemu-user 7.2 (avx2_gemm.cpp, micro_kernel), stops
+// the test process; on a CPU, masked lanes never fault, so this checks the emulated runs
+// (`make test-x86-cpus`) hardest.
+TEST_CASE("our GEMMs touch nothing past the last float of A B or C", "[gemm][portable]") {
+  std::mt19937_64 rng(asyncnd_test::test_seed("portable_sgemm guard pages"));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Gemm& gemm : our_gemms()) {
+    for (std::int64_t n : {1, 7, 8, 9, 15, 17, 31, 33, 47}) {
+      for (std::int64_t m : {1, 7, 13}) {
+        for (bool ta : {false, true}) {
+          for (bool tb : {false, true}) {
+            const std::int64_t k = 32 * 32 * 32 / (m * n) + 1 + n % 3;
+            const float beta = (n + m) % 2 == 0 ? 0.0f : 0.5f;
+            INFO(gemm.name << ": ta=" << ta << " tb=" << tb << " m=" << m << " n=" << n
+                           << " k=" << k << " beta=" << beta);
+            GuardedFloats a(m * k), b(k * n), c(m * n);
+            std::vector<float> want(m * n);
+            for (std::int64_t i = 0; i < m * k; ++i) a.data()[i] = dist(rng);
+            for (std::int64_t i = 0; i < k * n; ++i) b.data()[i] = dist(rng);
+            for (std::int64_t i = 0; i < m * n; ++i) want[i] = c.data()[i] = dist(rng);
+            const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+            detail::reference_sgemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta,
+                                    want.data(), n);
+            gemm.fn(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta, c.data(), n);
+            const float tol = 2e-6f * static_cast<float>(k + 2);  // as check_case's
+            for (std::int64_t i = 0; i < m * n; ++i) {
+              REQUIRE(std::fabs(c.data()[i] - want[i]) <= tol);
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -24,12 +24,6 @@ namespace g = kernels::gemm;
 
 #define ASYNCND_AVX2 __attribute__((target("avx2,fma")))
 
-// A mask for _mm256_maskload_ps / _mm256_maskstore_ps: the first `count` lanes (0 to 8) on.
-ASYNCND_AVX2 inline __m256i first_lanes(std::int64_t count) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane);
-}
-
 // Tile and block sizes: 6 x 16 is the widest tile whose accumulators, two loads of B and a
 // broadcast fit AVX2's 16 registers (BLIS and OpenBLAS's Haswell kernels use the same shape).
 // KC = 256 keeps a 256 x 16 panel of B (16 KiB) in L1 beside the A panel streaming past it;
@@ -90,11 +84,12 @@ struct Avx2Tile {
           _mm256_store_ps(out + p * kNr, _mm256_loadu_ps(src + p * ldb));
           _mm256_store_ps(out + p * kNr + 8, _mm256_loadu_ps(src + p * ldb + 8));
         }
-      } else {  // masked loads read nothing past the last column
-        const __m256i m0 = first_lanes(cols), m1 = first_lanes(cols - 8);
+      } else {  // the last panel: nothing read past its last column (micro_kernel says why
+                // not with masked loads)
         for (std::int64_t p = 0; p < kc; ++p) {
-          _mm256_store_ps(out + p * kNr, _mm256_maskload_ps(src + p * ldb, m0));
-          _mm256_store_ps(out + p * kNr + 8, _mm256_maskload_ps(src + p * ldb + 8, m1));
+          for (std::int64_t j = 0; j < kNr; ++j) {
+            out[p * kNr + j] = j < cols ? src[p * ldb + j] : 0.0f;
+          }
         }
       }
     } else {
@@ -149,26 +144,42 @@ struct Avx2Tile {
       }
       return;
     }
-    // The last column panel: masked loads and stores touch nothing past the tile's columns.
-    // (Full panels take plain ones above: a masked store costs several times a plain one on some
-    // CPUs, AMD's among them.)
+    // The last column panel: the tile goes to the stack, and store_edge combines its columns below
+    // nr with C one float at a time, with the operations of the full panels above. Not
+    // _mm256_maskload_ps / _mm256_maskstore_ps: a CPU touches no masked-off lane, but qemu-user
+    // 7.2 (Debian 12's; the `test-x86-cpus` emulator, and one way amd64 containers run on ARM
+    // machines) reads all 32 bytes, and so stops the process with SIGSEGV where a row of the tile
+    // ends just before an unmapped page (seen in CI; the edge costs 3-6% of a product made of
+    // edges, nothing at 1000^3: bench/notes/gemm.md, "The AVX2 GEMM's last column panel under
+    // qemu").
     // Unrolled, as every loop over acc: an index known only at run time would keep acc in
     // memory, stored to at every k step (half the speed).
-    const __m256i m0 = first_lanes(nr), m1 = first_lanes(nr - 8);
+    alignas(32) float tile[kMr][kNr];
 #pragma GCC unroll 6
     for (int i = 0; i < kMr; ++i) {
-      if (i >= mr) break;
+      _mm256_store_ps(tile[i], acc[i][0]);
+      _mm256_store_ps(tile[i] + 8, acc[i][1]);
+    }
+    store_edge(tile, c, ldc, mr, nr, mode, beta);
+  }
+
+  // c[i, j] <- tile[i][j] combined with C as `mode` says, for i < mr and j < nr: the last column
+  // panel's store. Out of line, so that the k loop's registers are planned without it.
+  ASYNCND_AVX2 __attribute__((noinline)) static void store_edge(
+      const float (*tile)[kNr], float* c, std::int64_t ldc, std::int64_t mr, std::int64_t nr,
+      g::Update mode, float beta) {
+    for (std::int64_t i = 0; i < mr; ++i) {
       float* ci = c + i * ldc;
-      __m256 lo = acc[i][0], hi = acc[i][1];
-      if (mode == g::Update::kAdd) {
-        lo = _mm256_add_ps(lo, _mm256_maskload_ps(ci, m0));
-        hi = _mm256_add_ps(hi, _mm256_maskload_ps(ci + 8, m1));
-      } else if (mode == g::Update::kScale) {
-        lo = _mm256_fmadd_ps(vbeta, _mm256_maskload_ps(ci, m0), lo);
-        hi = _mm256_fmadd_ps(vbeta, _mm256_maskload_ps(ci + 8, m1), hi);
+      for (std::int64_t j = 0; j < nr; ++j) {
+        const float v = tile[i][j];
+        if (mode == g::Update::kOverwrite) {
+          ci[j] = v;
+        } else if (mode == g::Update::kAdd) {
+          ci[j] = v + ci[j];
+        } else {
+          ci[j] = __builtin_fmaf(beta, ci[j], v);  // as _mm256_fmadd_ps: one rounding
+        }
       }
-      _mm256_maskstore_ps(ci, m0, lo);
-      _mm256_maskstore_ps(ci + 8, m1, hi);
     }
   }
 };
