@@ -1,6 +1,10 @@
 // asyncnd for JavaScript: loads the WebAssembly module (dist/) and wraps its Embind functions
 // (bindings.cpp) in the package's API (README.md): NDArray methods, nd.* creation functions,
 // barriers, `await x.data()`, tidy/delete, engine stats, the profiler. Types: index.d.ts.
+// One file, though longer than the ~800 lines past which the house style splits one: browsers
+// import it as one ES module that esm_wrap.cmake writes from it (require() is Node's alone there),
+// so a second file would need a bundling step of its own. Its sections, in order: arguments and
+// the CPU limit, makeApi (NDArray, ops, barriers, makeAutograd, makeNN), then loading.
 'use strict';
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node);
