@@ -180,14 +180,17 @@ test-noblas: setup
 # TCG has SSE4.2, AVX, AVX2 and FMA, not AVX-512): Nehalem, where OpenBLAS and the portable GEMM
 # fall back to SSE; Haswell, where `auto` must end on an AVX2 kernel without AVX-512; and qemu's
 # `max` CPU, which OpenBLAS 0.3.21 does not know (it loads its fallback `Opteron`), so the backend
-# moves it to `Haswell` after the self-test, as on the Xeons it does not know. (`max` is also the
-# CPU under which qemu-user runs amd64 containers on other machines by default.) Every
-# kernel and the GEMM's choice meet a CPU without the instructions they must not use there (one
+# moves it to `Haswell` after the self-test, as on the Xeons it does not know (`max` is also
+# qemu-user's default CPU, as where it runs amd64 containers on ARM machines). Every kernel and
+# the GEMM's choice meet a CPU without the instructions they must not use there (one
 # that did would die of SIGILL), and the tests that start the binary again start it under the same
 # emulated CPU (ASYNCND_TEST_EMULATOR). OPENBLAS_CORETYPE is unset for these runs only: it
 # describes this machine (Haswell is preset on some of ours), not the emulated one. The backend
 # would refuse to call such a core on a Nehalem (a test checks that), but the tests that drive
 # OpenBLAS directly would not. qemu's warnings about CPUID bits TCG lacks (pcid, ...) are dropped.
+# Each test case prints its time as it ends (--durations): where the emulated process dies of a
+# signal, Catch's own handler cannot report it under qemu, and the log shows the last one that
+# finished.
 setup-qemu:
 	@if dpkg -s qemu-user 2>/dev/null | grep -q '^Status: install ok installed'; then \
 	  echo "setup-qemu: qemu-user present"; \
@@ -202,7 +205,7 @@ test-x86-cpus: build setup-qemu
 	@for c in $(X86_CPUS); do \
 	  echo "test-x86-cpus: build/asyncnd_tests under qemu-x86_64 -cpu $$c"; \
 	  env -u OPENBLAS_CORETYPE ASYNCND_TEST_EMULATOR="qemu-x86_64 -cpu $$c" \
-	    qemu-x86_64 -cpu $$c build/asyncnd_tests "~[gpu]" \
+	    qemu-x86_64 -cpu $$c build/asyncnd_tests "~[gpu]" --durations yes \
 	    2> >(grep -v "TCG doesn't support requested feature" >&2) || exit 1; \
 	done
 
