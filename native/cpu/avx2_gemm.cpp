@@ -145,13 +145,12 @@ struct Avx2Tile {
       return;
     }
     // The last column panel: the tile goes to the stack, and store_edge combines its columns below
-    // nr with C one float at a time, with the operations of the full panels above. Not
-    // _mm256_maskload_ps / _mm256_maskstore_ps: a CPU touches no masked-off lane, but qemu-user
-    // 7.2 (Debian 12's; the `test-x86-cpus` emulator, and one way amd64 containers run on ARM
-    // machines) reads all 32 bytes, and so stops the process with SIGSEGV where a row of the tile
-    // ends just before an unmapped page (seen in CI; the edge costs 3-6% of a product made of
-    // edges, nothing at 1000^3: bench/notes/gemm.md, "The AVX2 GEMM's last column panel under
-    // qemu").
+    // nr with C one float at a time, with the operations of the full panels above. Not with
+    // _mm256_maskload_ps: a CPU touches no masked-off lane, but qemu-user 7.2 (Debian 12's; the
+    // `test-x86-cpus` emulator, and one way amd64 containers run on ARM machines) reads all 32
+    // bytes, and so stops the process with SIGSEGV where a row of the tile ends just before an
+    // unmapped page (seen in CI; the edge costs 3-6% of a product made of edges, nothing at
+    // 1000^3: bench/notes/gemm.md, "The AVX2 GEMM's last column panel under qemu").
     // Unrolled, as every loop over acc: an index known only at run time would keep acc in
     // memory, stored to at every k step (half the speed).
     alignas(32) float tile[kMr][kNr];
