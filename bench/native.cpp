@@ -14,12 +14,8 @@
 #include <cblas.h>
 #endif
 
-// The engine's BLAS policy (core name, threads per call). The bench target has native/ on its
-// include path; without it (a stand-alone build) OpenBLAS's own getters stand in.
-#if __has_include("cpu/cpu_backend.h") || !ASYNCND_HAVE_OPENBLAS
+// The engine's BLAS policy (core name, threads per call); native/ is on the bench's include path.
 #include "cpu/cpu_backend.h"
-#define ASYNCND_BENCH_HAVE_CPU_BACKEND 1
-#endif
 
 #include "experiments/chapter.h"
 
@@ -402,13 +398,7 @@ std::string blas_corename() {
   return detail::cpu_blas_corename();
 #endif
 }
-int blas_threads_policy() {
-#ifdef ASYNCND_BENCH_HAVE_CPU_BACKEND
-  return detail::cpu_blas_threads();
-#else
-  return openblas_get_num_threads();
-#endif
-}
+int blas_threads_policy() { return detail::cpu_blas_threads(); }
 
 std::string env_or(const char* name, const char* dflt) {
   const char* v = std::getenv(name);

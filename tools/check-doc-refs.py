@@ -63,7 +63,8 @@ LINK = re.compile(r'\[("[^"]+")\]\(((?:notes/)?[\w-]+\.md|\.\./README\.md)\)')
 
 
 # A path into the repository: one of its top folders, then at least one more part; not the tail of
-# a longer path or a URL (github.com/.../tests/x), and not a glob.
+# a longer path or a URL (github.com/.../tests/x), and not a glob. `shared` is not the project's:
+# some checkouts (the device machine's copy) carry the team's notes there.
 TOP_DIRS = sorted(d for d in os.listdir(ROOT) if os.path.isdir(os.path.join(ROOT, d)) and
                   d not in SKIP_DIRS and not d.startswith('build-') and d != 'shared')
 PATH = re.compile(r'(?<![\w./*-])((?:' + '|'.join(re.escape(d) for d in TOP_DIRS) +
