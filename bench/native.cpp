@@ -300,8 +300,8 @@ void bench_e6() {
   constexpr int sync = 0, nosync = 1, bounded = 2, dflt = 3;  // indices into modes
   std::vector<double> total[kModes], peak[kModes], rss[kModes], batch[kModes], waits;
   double default_bound_mb = 0;
+  const int order[2][kModes] = {{nosync, bounded, sync, dflt}, {nosync, bounded, dflt, sync}};
   for (int r = 0; r < kReps; ++r) {
-    const int order[2][kModes] = {{nosync, bounded, sync, dflt}, {nosync, bounded, dflt, sync}};
     for (int m : order[r % 2]) {
       const chapter::E6Result res = chapter::e6(modes[m], cfg);
       std::printf("  %-8s run %d: %7.3f s, engine peak %8.1f MB, RSS peak %8.1f MB, %llu pushes waited\n",

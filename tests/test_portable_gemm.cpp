@@ -95,6 +95,13 @@ std::string describe(const Case& g) {
   return s.str();
 }
 
+// How far our GEMMs may land from reference_sgemm on inputs in [-1, 1]: each element sums k
+// products of magnitude <= |alpha|; both results round differently (blocking order), by at most a
+// few ulps of k per element.
+double gemm_tolerance(std::int64_t k, float alpha, float beta) {
+  return 1e-6 * static_cast<double>(k + 2) * (std::fabs(alpha) + std::fabs(beta) + 1);
+}
+
 // Runs both GEMMs on the same random inputs and compares C; the padding columns of C must keep
 // their values (bit for bit), and beta == 0 must ignore the NaNs C starts with.
 void check_case(const Gemm& gemm, const Case& g, std::mt19937_64& rng) {
@@ -116,9 +123,7 @@ void check_case(const Gemm& gemm, const Case& g, std::mt19937_64& rng) {
   detail::reference_sgemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb,
                           g.beta, want.data(), ldc);
   gemm.fn(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
-  // |a|, |b| <= 1: each element sums k products of magnitude <= |alpha|; both results round
-  // differently (blocking order), by at most a few ulps of k per element.
-  const double tol = 1e-6 * static_cast<double>(g.k + 2) * (std::fabs(g.alpha) + std::fabs(g.beta) + 1);
+  const double tol = gemm_tolerance(g.k, g.alpha, g.beta);
   int bad = 0;
   for (std::int64_t i = 0; i < g.m && bad < 5; ++i) {
     for (std::int64_t j = 0; j < ldc && bad < 5; ++j) {
@@ -292,7 +297,7 @@ TEST_CASE("our GEMMs touch nothing past the last float of A B or C", "[gemm][por
             detail::reference_sgemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta,
                                     want.data(), n);
             gemm.fn(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta, c.data(), n);
-            const float tol = 1e-6f * static_cast<float>(k + 2) * (2.0f + beta);  // check_case's
+            const double tol = gemm_tolerance(k, 1.0f, beta);
             for (std::int64_t i = 0; i < m * n; ++i) {
               REQUIRE(std::fabs(c.data()[i] - want[i]) <= tol);
             }
