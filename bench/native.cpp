@@ -456,6 +456,7 @@ std::string machine_json() {
     << ", \"gemm_reason\": " << json_str(cpu_gemm().reason)
     << ", \"sgemm1000_best_kernel\": " << json_str(best_kernel())
     << ", \"cpu_workers\": " << engine().num_workers()
+    << ", \"cpu_chunk_helpers\": " << engine().num_chunk_helpers()
     << ", \"cpu_pacing\": " << json_str(pacing_name(engine().pacing()))
     // The CPU allocator's bound follows the memory (CachingAllocator::default_limit), and E6's
     // default run faults blocks in again when it is smaller than what the run holds.
@@ -467,6 +468,7 @@ std::string machine_json() {
     << ", \"env_OPENBLAS_NUM_THREADS\": " << json_str(env_or("OPENBLAS_NUM_THREADS", ""))
     << ", \"env_OMP_NUM_THREADS\": " << json_str(env_or("OMP_NUM_THREADS", ""))
     << ", \"env_ASYNCND_CPU_WORKERS\": " << json_str(env_or("ASYNCND_CPU_WORKERS", ""))
+    << ", \"env_ASYNCND_CPU_HELPERS\": " << json_str(env_or("ASYNCND_CPU_HELPERS", ""))
     << ", \"loadavg_start\": " << json_str(g_load_start)
     << ", \"cpu_busy_before_pct\": " << g_busy_before
     << ", \"date\": " << json_str(date) << "}";

@@ -6,7 +6,9 @@
 #include <asyncnd/detail/backend.h>  // detail::memory_limit_from
 #include <asyncnd/engine.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -137,6 +139,66 @@ TEST_CASE("a parallel_for job stops drawing idle workers once its chunks are all
     caller.join();
     CHECK(impl.cpu_open_jobs() == 0);
   }
+}
+
+// A chunk helper runs only chunks, and only of loops of kChunkHelperMinWork or more: with the
+// lone worker held by an op, a large loop from the test thread still gets a second thread.
+TEST_CASE("a large parallel_for gets the chunk helper while the worker is busy", "[engine]") {
+  EngineOptions o{EngineKind::kThreaded, 1};
+  o.cpu_chunk_helpers = 1;
+  Engine eng(o);
+  REQUIRE(eng.num_chunk_helpers() == 1);
+  Gate gate;
+  Var held = eng.new_var();
+  eng.push([&] { gate.wait(); }, {}, {held});
+  std::mutex mu;
+  std::vector<std::thread::id> ids;
+  std::atomic<int> entered{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Each chunk waits (at most until the deadline) for a second thread to enter one: the caller
+  // alone would run them all one after another, and time out.
+  auto body = [&](std::int64_t, std::int64_t) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+        ids.push_back(std::this_thread::get_id());
+    }
+    entered.fetch_add(1);
+    while (entered.load() < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  };
+  eng.parallel_for(64, 1, body, kChunkHelperMinWork);
+  gate.open = true;
+  eng.wait_to_read(held);
+  std::lock_guard<std::mutex> lk(mu);
+  CHECK(ids.size() == 2);
+  CHECK(std::find(ids.begin(), ids.end(), std::this_thread::get_id()) != ids.end());
+}
+
+TEST_CASE("the chunk helper: one by default, none when the worker count is set", "[engine]") {
+  const int cpus = program_cpu_limit().cpus;
+  CHECK(Engine(EngineOptions{}).num_chunk_helpers() == (cpus > 1 ? 1 : 0));
+  CHECK(Engine(EngineOptions{EngineKind::kThreaded, 3}).num_chunk_helpers() == 0);
+  CHECK(Engine(EngineOptions{EngineKind::kNaive}).num_chunk_helpers() == 0);
+  EngineOptions two{EngineKind::kThreaded, 3};
+  two.cpu_chunk_helpers = 2;
+  CHECK(Engine(two).num_chunk_helpers() == 2);
+  // Loops large and small cover their range once with helpers and workers both.
+  for (std::int64_t n : {1000, 100003, 1 << 20}) {
+    std::vector<int> hits(static_cast<std::size_t>(n), 0);
+    Engine eng(two);
+    eng.parallel_for(n, 64, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+    });
+    for (int h : hits) REQUIRE(h == 1);
+  }
+  ::setenv("ASYNCND_CPU_HELPERS", "0", 1);
+  CHECK(EngineOptions::from_env().cpu_chunk_helpers == 0);
+  ::setenv("ASYNCND_CPU_HELPERS", "lots", 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(),
+                    Catch::Contains("ASYNCND_CPU_HELPERS") && Catch::Contains("lots"));
+  ::unsetenv("ASYNCND_CPU_HELPERS");
+  CHECK(EngineOptions::from_env().cpu_chunk_helpers == -1);
 }
 
 TEST_CASE("an exception inside parallel_for reaches the caller, not the worker", "[engine]") {

@@ -174,9 +174,16 @@ struct EngineOptions {
   // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
   BoundSource max_inflight_bytes_source = BoundSource::kNone;
   Pacing cpu_pacing = Pacing::kAuto;  // the CPU pool's; a GPU's lone worker always takes runs
-  // Reads ASYNCND_ENGINE (threaded|naive), ASYNCND_CPU_WORKERS and ASYNCND_CPU_PACING
-  // (auto|runs|ops) over the defaults above, and sets the default bounds: kDefaultMaxInflightOps
-  // ops, and default_max_inflight_bytes(program_memory_limit().bytes) bytes.
+  // CPU chunk helpers: threads that only run chunks of large parallel_for loops (loops of
+  // kChunkHelperMinWork elements or more: a large map, reduction or random fill), never ops.
+  // -1 = one when cpu_workers is the default and leaves a core to the frontend (2 CPUs or more),
+  // else none; in WebAssembly always none (its threads come from a pool of fixed size). GEMMs
+  // already use that core (BLAS's threads use every CPU); with the helper, large maps do too.
+  int cpu_chunk_helpers = -1;
+  // Reads ASYNCND_ENGINE (threaded|naive), ASYNCND_CPU_WORKERS, ASYNCND_CPU_HELPERS (a count:
+  // cpu_chunk_helpers) and ASYNCND_CPU_PACING (auto|runs|ops) over the defaults above, and sets
+  // the default bounds: kDefaultMaxInflightOps ops, and
+  // default_max_inflight_bytes(program_memory_limit().bytes) bytes.
   // ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES (whole numbers, 0 = no bound) replace
   // them. Throws asyncnd::Error naming the variable and its value for a bad value (not a whole
   // number, a sign, trailing characters, too large; an unknown word).
@@ -184,6 +191,13 @@ struct EngineOptions {
   // The same with `limit` in place of the machine's (tests simulate a small machine with it).
   static EngineOptions from_env(const MemoryLimit& limit);
 };
+
+// Engine::parallel_for's `work` from which the CPU pool's chunk helpers join a loop: 16 chunks
+// of a cheap map (kGrain, core/src/kernels/host_kernels.h), about 0.1 ms of work. Below it, a
+// helper woken for the loop cost more than it gave: on 2 vCPUs under KVM, x * 1.0001 on 64K floats,
+// read each time, took 7 us alone and 67-70 us with the helper woken for it
+// (bench/notes/per-op.md, "A chunk helper on the frontend's core").
+inline constexpr std::int64_t kChunkHelperMinWork = 16 * 32768;
 
 // The default bound on ops in flight of the process-wide engine: a frontend that runs this far
 // ahead of the workers waits inside push. About 200 bytes of bookkeeping per op, so the queue holds
@@ -299,6 +313,8 @@ class Engine {
   // Worker threads serving `device` (0 in the naive engine). Throws asyncnd::Error for a device
   // that does not exist.
   int num_workers(Device device = {}) const;
+  // The CPU's chunk helpers (EngineOptions::cpu_chunk_helpers, resolved; 0 in the naive engine).
+  int num_chunk_helpers() const;
   // How the workers serving `device` take queued ops: kRuns or kOps (EngineOptions::cpu_pacing
   // with kAuto resolved; a GPU's worker takes runs). kOps in the naive engine, which has none.
   Pacing pacing(Device device = {}) const;
@@ -386,11 +402,13 @@ class Engine {
   bool profiling() const;
 
   // Runs fn(begin, end) over [0, n) in chunks of at least `grain`, using the idle workers of the
-  // CPU device and the calling thread; returns when all chunks are done. Serial in the naive
-  // engine or when n <= grain. If fn throws, the other chunks still run and the first exception
-  // is rethrown here. Usable from inside an op.
+  // CPU device and the calling thread, and the CPU's chunk helpers too when `work` (about how many
+  // elements the whole loop touches; 0 counts n) is kChunkHelperMinWork or more; returns when all
+  // chunks are done. Serial in the naive engine or when n <= grain. If fn throws, the other
+  // chunks still run and the first exception is rethrown here. Usable from inside an op.
   void parallel_for(std::int64_t n, std::int64_t grain,
-                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+                    const std::function<void(std::int64_t, std::int64_t)>& fn,
+                    std::int64_t work = 0);
 
   // True on the engine's own worker threads.
   static bool on_worker_thread();

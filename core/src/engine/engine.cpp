@@ -294,6 +294,10 @@ EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
     o.cpu_workers = static_cast<int>(
         detail::parse_env_uint("ASYNCND_CPU_WORKERS", w, 0, 1024, "a count"));
   }
+  if (const char* w = std::getenv("ASYNCND_CPU_HELPERS")) {
+    o.cpu_chunk_helpers = static_cast<int>(
+        detail::parse_env_uint("ASYNCND_CPU_HELPERS", w, 0, 1024, "a count"));
+  }
   if (const char* p = std::getenv("ASYNCND_CPU_PACING"); p && *p) {  // empty: the default
     const Pacing all[] = {Pacing::kAuto, Pacing::kRuns, Pacing::kOps};
     const Pacing* found = std::find_if(std::begin(all), std::end(all), [p](Pacing x) {
@@ -316,6 +320,7 @@ Engine::~Engine() = default;
 
 EngineKind Engine::kind() const { return impl_->kind(); }
 int Engine::num_workers(Device device) const { return impl_->num_workers(device); }
+int Engine::num_chunk_helpers() const { return impl_->num_chunk_helpers(); }
 Pacing Engine::pacing(Device device) const { return impl_->pacing(device); }
 Var Engine::new_var() { return impl_->new_var(); }
 
@@ -360,8 +365,9 @@ std::string Engine::stop_profiling() { return impl_->stop_profiling(); }
 std::vector<ProfileEvent> Engine::profile_events() const { return impl_->profile_events(); }
 bool Engine::profiling() const { return impl_->profiling(); }
 void Engine::parallel_for(std::int64_t n, std::int64_t grain,
-                          const std::function<void(std::int64_t, std::int64_t)>& fn) {
-  impl_->parallel_for(n, grain, fn);
+                          const std::function<void(std::int64_t, std::int64_t)>& fn,
+                          std::int64_t work) {
+  impl_->parallel_for(n, grain, fn, work);
 }
 bool Engine::on_worker_thread() { return detail::on_engine_worker(); }
 

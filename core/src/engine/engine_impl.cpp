@@ -74,8 +74,18 @@ void EngineImpl::start(const EngineOptions& options) {
   cpus_ = program_cpu_limit().cpus;
   cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cpus_ - 1);
   if (kind_ == EngineKind::kThreaded) {
+    // The core left to the frontend serves large maps too (EngineOptions::cpu_chunk_helpers):
+    // only with the default worker count, which left it, so that a count set by hand (or by
+    // dist::init for ranks that share a machine) is all the CPU threads there are.
+#if defined(__EMSCRIPTEN__)
+    const int helpers = 0;
+#else
+    const int helpers = options.cpu_chunk_helpers >= 0 ? options.cpu_chunk_helpers
+                        : options.cpu_workers <= 0 && cpus_ > 1 ? 1
+                                                                : 0;
+#endif
     cpu_pool_ = std::make_unique<DevicePool>(this, Device::cpu(), cpu_workers_,
-                                             paced_pool(options.cpu_pacing, cpu_workers_));
+                                             paced_pool(options.cpu_pacing, cpu_workers_), helpers);
   }
 }
 

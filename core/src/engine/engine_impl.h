@@ -195,7 +195,8 @@ bool paced_pool(Pacing pacing, int workers);
 class DevicePool {
  public:
   // paced: its idle workers take runs (Pacing::kRuns; paced_pool), else ops one by one.
-  DevicePool(EngineImpl* engine, Device device, int workers, bool paced);
+  // chunk_helpers: threads that run parallel_for chunks only, never ops (EngineOptions).
+  DevicePool(EngineImpl* engine, Device device, int workers, bool paced, int chunk_helpers = 0);
   ~DevicePool();  // stops and joins the workers; the queue must be empty
   // Without `urgent`, a paced pool's idle worker finds op at its next look; with it (an op that a
   // completion made ready, unless on one of this pool's workers, which looks itself; a push from
@@ -209,13 +210,16 @@ class DevicePool {
   // Ops queued and not yet taken by a worker: a hint, without locks (worker_has_more_ops).
   int queued_hint() const { return queued_.load(std::memory_order_relaxed); }
 
+  // work: Engine::parallel_for's (the chunk helpers join from kChunkHelperMinWork).
   void parallel_for(std::int64_t n, std::int64_t grain,
-                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+                    const std::function<void(std::int64_t, std::int64_t)>& fn, std::int64_t work);
+  int chunk_helpers() const { return chunk_helpers_; }
   // parallel_for jobs with chunks not yet claimed (njobs_), for tests.
   int open_jobs() const { return njobs_.load(std::memory_order_seq_cst); }
 
  private:
   void worker_main(int index);
+  void helper_main();  // a chunk helper: help_job, else park until a job is published
   // The ops of a run not yet started: a list in push order (OprBlock::next), its last op (null
   // when not known: a run taken over from another worker; found by walking when needed), and how
   // many.
@@ -255,7 +259,8 @@ class DevicePool {
   const int max_spinners_;  // the cores this process may use: the most that spin after a
                             // parallel_for (wasm)
   const int workers_;       // threads_.size() once all have started (workers read this meanwhile)
-  std::vector<std::thread> threads_;
+  const int chunk_helpers_;
+  std::vector<std::thread> threads_;  // the workers, then the chunk helpers
 
   // What every push and every idle worker touch, on one cache line: the FIFO and its lock, the
   // counts a spinning worker watches, and the parking counts a push reads to decide whether to
@@ -336,6 +341,10 @@ class DevicePool {
   std::vector<ParallelJob*> jobs_;
   std::mutex park_mu_;
   std::condition_variable park_cv_;
+  // Chunk helpers park apart from the workers, so that a push's wake_one never wakes a helper in
+  // place of a worker; parallel_for wakes them all.
+  std::atomic<int> helper_sleepers_{0};
+  std::condition_variable helper_cv_;  // with park_mu_
 };
 
 // The variables an op reads or writes, as push takes them: a contiguous array of handles (the
@@ -366,6 +375,7 @@ class EngineImpl {
 
   EngineKind kind() const { return kind_; }
   int num_workers(Device device);
+  int num_chunk_helpers() const { return cpu_pool_ ? cpu_pool_->chunk_helpers() : 0; }
   int cpus() const { return cpus_; }  // program_cpu_limit().cpus as the engine started
   Pacing pacing(Device device);
 
@@ -424,7 +434,7 @@ class EngineImpl {
   bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
 
   void parallel_for(std::int64_t n, std::int64_t grain,
-                    const std::function<void(std::int64_t, std::int64_t)>& fn);
+                    const std::function<void(std::int64_t, std::int64_t)>& fn, std::int64_t work);
   // The CPU pool's parallel_for jobs with chunks not yet claimed (DevicePool::open_jobs), for tests.
   int cpu_open_jobs() const { return cpu_pool_ ? cpu_pool_->open_jobs() : 0; }
 

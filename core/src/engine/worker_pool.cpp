@@ -3,7 +3,7 @@
 // frontend thread keeps a core; in wasm, workers fresh from a parallel_for spin longer: see
 // kAfterJobSpin), runs (a paced pool's worker takes the FIFO whole; the spinning worker takes
 // over the rest of a run that sits on one op: DevicePool::paced_), and parallel_for over idle
-// workers.
+// workers and, for large loops, the chunk helpers (helper_main).
 #include <algorithm>
 
 #include "asyncnd/detail/backend.h"
@@ -78,16 +78,19 @@ bool paced_pool(Pacing pacing, int workers) {
 #endif
 }
 
-DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool paced)
+DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool paced,
+                       int chunk_helpers)
     : engine_(engine),
       device_(device),
       max_spinners_(engine->cpus()),
       workers_(workers),
+      chunk_helpers_(chunk_helpers),
       paced_(paced),
       runs_(new RunSlot[static_cast<std::size_t>(workers)]),
       seen_(new SeenRun[static_cast<std::size_t>(workers)]) {
-  threads_.reserve(static_cast<std::size_t>(workers));
+  threads_.reserve(static_cast<std::size_t>(workers + chunk_helpers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
+  for (int i = 0; i < chunk_helpers; ++i) threads_.emplace_back([this] { helper_main(); });
 }
 
 DevicePool::~DevicePool() {
@@ -95,6 +98,7 @@ DevicePool::~DevicePool() {
     std::lock_guard<std::mutex> lk(park_mu_);
     stop_.store(true);
     park_cv_.notify_all();
+    helper_cv_.notify_all();
   }
   for (auto& t : threads_) t.join();
 }
@@ -468,6 +472,21 @@ void unref(ParallelJob* job) {
 }
 }  // namespace
 
+// A chunk helper (EngineOptions::cpu_chunk_helpers): runs chunks while a job has some left (a
+// small job's too, if it finds one), else parks until parallel_for wakes it for a large one. It
+// does not poll after a job: it runs on the frontend's core, which a frontend that pushes needs.
+void DevicePool::helper_main() {
+  for (;;) {
+    if (help_job()) continue;
+    std::unique_lock<std::mutex> lk(park_mu_);
+    helper_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    while (njobs_.load(std::memory_order_seq_cst) == 0 && !stop_.load(std::memory_order_seq_cst))
+      helper_cv_.wait(lk);
+    helper_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    if (stop_.load(std::memory_order_seq_cst)) return;
+  }
+}
+
 bool DevicePool::help_job() {
   if (njobs_.load(std::memory_order_acquire) == 0) return false;
   ParallelJob* job = nullptr;
@@ -488,8 +507,10 @@ bool DevicePool::help_job() {
 }
 
 void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
-                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
-  const std::int64_t workers = size();
+                              const std::function<void(std::int64_t, std::int64_t)>& fn,
+                              std::int64_t work) {
+  const bool with_helpers = chunk_helpers_ > 0 && (work > 0 ? work : n) >= kChunkHelperMinWork;
+  const std::int64_t workers = size() + (with_helpers ? chunk_helpers_ : 0);
   std::int64_t nchunks = std::min<std::int64_t>((n + grain - 1) / grain, workers * 4);
   if (nchunks <= 1 || workers <= 1) {
     fn(0, n);
@@ -508,9 +529,13 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
     std::lock_guard<SpinLock> lk(jobs_lock_);
     jobs_.push_back(job);
   }
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+  const bool workers_sleep = sleepers_.load(std::memory_order_seq_cst) > 0;
+  const bool helpers_sleep =
+      with_helpers && helper_sleepers_.load(std::memory_order_seq_cst) > 0;
+  if (workers_sleep || helpers_sleep) {
     std::lock_guard<std::mutex> lk(park_mu_);
-    park_cv_.notify_all();
+    if (workers_sleep) park_cv_.notify_all();
+    if (helpers_sleep) helper_cv_.notify_all();
   }
   run_chunks(job, njobs_);
   {  // every chunk is claimed now (njobs_ no longer counts it)
@@ -542,14 +567,15 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
 }
 
 void EngineImpl::parallel_for(std::int64_t n, std::int64_t grain,
-                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+                              const std::function<void(std::int64_t, std::int64_t)>& fn,
+                              std::int64_t work) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (kind_ == EngineKind::kNaive || n <= grain || !cpu_pool_) {
     fn(0, n);
     return;
   }
-  cpu_pool_->parallel_for(n, grain, fn);
+  cpu_pool_->parallel_for(n, grain, fn, work);
 }
 
 }  // namespace detail

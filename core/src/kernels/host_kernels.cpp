@@ -26,17 +26,22 @@ using Kind = KernelCall::Kind;
 
 constexpr std::int64_t kGrainCheap = kGrain;
 constexpr std::int64_t kGrainHeavy = kGrain / 4;
+static_assert(kChunkHelperMinWork == 16 * kGrain, "engine.h states it in kGrain's chunks");
 
-// fn(begin, end) over [0, n): inline when small (no hand-off), else split across the CPU workers.
-// fn must not throw.
+// fn(begin, end) over [0, n): inline when small (no hand-off), else split across the CPU workers,
+// and the chunk helpers when `work` is Engine::parallel_for's kChunkHelperMinWork or more. `work`
+// counts a cheap map's elements; 0 takes a grain as kGrain of them (a heavy map's grain, a
+// quarter as many elements, as many; a task of grain 1 as kGrain: a reduction whose tasks hold
+// more says how many). fn must not throw.
 template <class F>
-void parallel(std::int64_t n, std::int64_t grain, F&& fn) {
+void parallel(std::int64_t n, std::int64_t grain, F&& fn, std::int64_t work = 0) {
   if (n <= 0) return;
   if (n <= grain) {
     fn(std::int64_t{0}, n);
     return;
   }
-  engine().parallel_for(n, grain, fn);
+  if (work <= 0) work = n * (grain < kGrain ? kGrain / grain : 1);
+  engine().parallel_for(n, grain, fn, work);
 }
 
 // The dispatch functions are inlined into run_host_kernel: one frame from the call to the loop.
@@ -141,13 +146,14 @@ void run_reduce(const KernelCall& c) {
   float* out = c.out;
   const std::int64_t outer = c.reduce.outer, n = c.reduce.len, inner = c.reduce.inner;
   const auto finish = [n](T v) { return reduce_finish(Fn, v, n); };
+  const std::int64_t read = outer * n * inner;  // the elements read: parallel's work
   if (inner == 1) {
     const std::int64_t nb = n > kBlock ? (n + kBlock - 1) / kBlock : 1;
     if (nb == 1) {
       const std::int64_t grain = n >= kGrain ? 1 : kGrain / (n > 0 ? n : 1);
       parallel(outer, grain, [=](std::int64_t o0, std::int64_t o1) {
         for (std::int64_t o = o0; o < o1; ++o) out[o] = finish(reduce_row<A>(x + o * n, n));
-      });
+      }, read);
       return;
     }
     // Long rows: one partial per block, computed in parallel, merged in block order.
@@ -159,7 +165,7 @@ void run_reduce(const KernelCall& c) {
         const std::int64_t len = (b + 1 == nb) ? n - b * kBlock : kBlock;
         pp[t] = reduce_row<A>(x + o * n + b * kBlock, len);
       }
-    });
+    }, read);
     for (std::int64_t o = 0; o < outer; ++o) {
       T acc = pp[o * nb];
       for (std::int64_t b = 1; b < nb; ++b) acc = A::merge(acc, pp[o * nb + b]);
@@ -180,7 +186,7 @@ void run_reduce(const KernelCall& c) {
       float* dst = out + o * inner;
       for (std::int64_t i = i0; i < i1; ++i) dst[i] = finish(acc[i - i0]);
     }
-  });
+  }, read);
 }
 
 void run_reduce(const KernelCall& c) {
