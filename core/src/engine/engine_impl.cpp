@@ -75,8 +75,9 @@ void EngineImpl::start(const EngineOptions& options) {
   cpu_workers_ = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cpus_ - 1);
   if (kind_ == EngineKind::kThreaded) {
     // The core left to the frontend serves large maps too (EngineOptions::cpu_chunk_helpers):
-    // only with the default worker count, which left it, so that a count set by hand (or by
-    // dist::init for ranks that share a machine) is all the CPU threads there are.
+    // by default only with the default worker count, which left it, so that a count set by hand
+    // is all the CPU threads there are unless a helper is asked for too (as dist::init asks, for
+    // a rank whose share of a machine is 2 CPUs or more).
 #if defined(__EMSCRIPTEN__)
     const int helpers = 0;
 #else
