@@ -124,7 +124,8 @@ struct CpuLimit {
 // The CPUs this program may use: natively the online CPUs, narrowed by the affinity mask and by
 // the smallest cgroup CPU quota of the process's group and its ancestors (rounded up: a quota of
 // 1.5 CPUs counts 2) where those are narrower. A container limited to 2 CPUs on a 64-core host,
-// or a process under `taskset -c 0,1`, counts 2, not 64. In WebAssembly the online count alone (navigator.hardwareConcurrency, or Node's).
+// or a process under `taskset -c 0,1`, counts 2, not 64. In WebAssembly the online count alone
+// (navigator.hardwareConcurrency, or Node's).
 // Reads /proc and /sys at each call (engines and backends call it once, when they start), the
 // cgroup files wherever /proc/self/mountinfo has their hierarchies; never throws.
 // ASYNCND_CPU_WORKERS and ASYNCND_BLAS_THREADS still replace what is derived from it.
@@ -194,8 +195,8 @@ struct EngineOptions {
 
 // Engine::parallel_for's `work` from which the CPU pool's chunk helpers join a loop: 16 chunks
 // of a cheap map (kGrain, core/src/kernels/host_kernels.h), about 0.1 ms of work. Below it, a
-// helper woken for the loop cost more than it gave: on 2 vCPUs under KVM, x * 1.0001 on 64K floats,
-// read each time, took 7 us alone and 67-70 us with the helper woken for it
+// helper woken for the loop cost more than it gave: on 2 vCPUs under KVM, x * 1.0001 on 64K
+// floats, read each time, took 7 us alone and 67-70 us with the helper woken for it
 // (bench/notes/per-op.md, "A chunk helper on the frontend's core").
 inline constexpr std::int64_t kChunkHelperMinWork = 16 * 32768;
 
@@ -382,8 +383,8 @@ class Engine {
   // work is down to about half of each bound set (or everything finished), then pushes on: fewer
   // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
   // The process-wide engine starts bounded (EngineOptions::from_env: 524 288 ops, and a quarter of
-  // the memory the program may use, at most 512 MiB); this call replaces both, and stats() then reports the byte
-  // bound's source as kUser (kNone for 0).
+  // the memory the program may use, at most 512 MiB); this call replaces both, and stats() then
+  // reports the byte bound's source as kUser (kNone for 0).
   void set_max_inflight(std::size_t ops, std::size_t bytes);
   // Restores the bounds this engine started with (its EngineOptions, with their source).
   void reset_max_inflight();

@@ -30,9 +30,9 @@ static_assert(kChunkHelperMinWork == 16 * kGrain, "engine.h states it in kGrain'
 
 // fn(begin, end) over [0, n): inline when small (no hand-off), else split across the CPU workers,
 // and the chunk helpers when `work` is Engine::parallel_for's kChunkHelperMinWork or more. `work`
-// counts a cheap map's elements; 0 takes a grain as kGrain of them (a heavy map's grain, a
-// quarter as many elements, as many; a task of grain 1 as kGrain: a reduction whose tasks hold
-// more says how many). fn must not throw.
+// is in elements of a cheap map; 0 counts each grain as kGrain of them, so a heavy map's elements
+// count 4 times, and a task of grain 1 counts kGrain (a reduction whose tasks hold more passes
+// what it reads). fn must not throw.
 template <class F>
 void parallel(std::int64_t n, std::int64_t grain, F&& fn, std::int64_t work = 0) {
   if (n <= 0) return;
