@@ -245,8 +245,8 @@ void share_cores_among_local_ranks() {
   if (!asyncnd::detail::openblas_threads_in_env())
     setenv("ASYNCND_BLAS_THREADS", std::to_string(n).c_str(), 0);
   setenv("ASYNCND_CPU_WORKERS", std::to_string(std::max(1, n - 1)).c_str(), 0);
-  // The share's frontend core serves large maps, as a lone process's does (EngineOptions::
-  // cpu_chunk_helpers: a worker count set, as here, gets no helper unless asked).
+  // The share's frontend core serves large maps, as a lone process's does: a worker count set,
+  // as here, gets no chunk helper unless asked (EngineOptions::cpu_chunk_helpers).
   setenv("ASYNCND_CPU_HELPERS", n > 1 ? "1" : "0", 0);
 }
 
