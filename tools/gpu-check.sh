@@ -6,8 +6,8 @@
 #      launched on its own (ASYNCND_CUDA_BATCH=0; by default small calls may be held and started
 #      in batches),
 #   2. bench_gpu: OUTDIR/gpu.json and OUTDIR/gpu_trace.json (copy bench/results/ from there),
-#   3. the [gpu] tests under compute-sanitizer's memcheck and racecheck, where it runs (all but
-#      the one that makes CUDA calls fail on purpose, [api_errors], which the tool would report),
+#   3. the [gpu] tests under compute-sanitizer's memcheck, where it runs (all but the one that
+#      makes CUDA calls fail on purpose, [api_errors], which the tool would report),
 #   4. the whole ctest suite (the gpu_* entries must pass, not skip),
 #   5. make demo's program (examples/cpp/chapter.cpp), E7 included,
 #   6. bench_e1_threads (E1 against the engine's and BLAS's thread counts: this is the many-core
@@ -24,6 +24,8 @@
 #      taking ops (OUTDIR/native_e6.json, native_e6_ops.json),
 #  10. a table in the summary, [runs_vs_ops]: steps 7 and 9 side by side (push and wait against
 #      the floor, push_only_ns, the burst's runs / ops, E6's times), from their JSON files,
+#  11. the [gpu] tests under compute-sanitizer's racecheck, last: it took 99 s of a 15-minute lease
+#      on an H100 (2026-11-27) and checks our CUDA kernels, which change far less than the rest,
 # each with a time limit, in that order (most telling first). OUTDIR (default $OUT, else
 # build-gpu/check) gets one log per step and summary.log, which starts with the machine (GPU,
 # driver, nvcc, CPU) and ends with one line per step. Exit status: 0 when every step passed.
@@ -126,13 +128,16 @@ step gpu_tests_unheld 120 env ASYNCND_CUDA_BATCH=0 "$bld/asyncnd_tests" "[gpu]" 
 step bench 300 "$bld/bench_gpu" "$out/gpu.json"
 grep -E "^ +(gpu_e5|gpu_launch|gpu_batch|torch_cuda_e5)" "$out/bench.log" | tee -a "$summary"
 
-# 3. compute-sanitizer, where this machine supports it.
+# sanitizer TOOL: the [gpu] tests under compute-sanitizer's TOOL, but [api_errors], the test that
+# makes CUDA calls fail on purpose, which the tool reports.
+sanitizer() {
+  step "sanitizer_$1" 240 compute-sanitizer --tool "$1" --error-exitcode 99 \
+    "$bld/asyncnd_tests" "[gpu]~[api_errors]"
+}
+
+# 3. compute-sanitizer's memcheck, where this machine supports it (racecheck is step 11).
 if command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    # [api_errors]: the test that makes CUDA calls fail on purpose, which the tool reports.
-    step "sanitizer_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      "$bld/asyncnd_tests" "[gpu]~[api_errors]"
-  done
+  sanitizer memcheck
 else
   say "step sanitizer: not run (no compute-sanitizer on this machine)"
 fi
@@ -227,6 +232,9 @@ for pacing, suffix in (("runs", ""), ("ops", "_ops")):
     print("[runs_vs_ops] E6 %-4s  " % pacing + "  ".join(
         "%s %s s" % (k, fmt(j.get("e6_%s_s" % k), ".2f")) for k in ("sync", "default", "bounded")))
 PY
+
+# 11. compute-sanitizer's racecheck, last (see the list at the top).
+command -v compute-sanitizer >/dev/null && sanitizer racecheck
 
 say "gpu-check: $([ $status -eq 0 ] && echo 'all steps passed' || echo 'FAILED (see the logs)'); logs in $out"
 exit $status
