@@ -238,9 +238,10 @@ class DevicePool {
   void give_back(OprBlock* head, OprBlock* tail, int n);
   // Gives the later half of rest (2 ops or more) back to the FIFO, for the spinner that asked.
   void split(RunList& rest);
-  // An idle paced worker: true once has_work(), or once another worker's run has sat on the same
-  // op for a whole look (stale: its slot's index in `victim`, else -1). Meanwhile it asks a run
-  // that moves on, but slowly for its length, to split (RunSlot::split).
+  // An idle paced worker: true once has_work() (queued ops only once they sat a whole look, while
+  // another worker is running: paced_), or once another worker's run has sat on the same op for a
+  // whole look (stale: its slot's index in `victim`, else -1). Meanwhile it asks a run that moves
+  // on, but slowly for its length, to split (RunSlot::split).
   bool spin_paced(int self, int& victim);
   // Takes the rest of worker w's run, if still there.
   OprBlock* take_run(int w, RunList& rest);
@@ -253,6 +254,7 @@ class DevicePool {
   // ops, the caller's own run (own_run), another worker's run.
   void wake_if_unwatched(bool own_run) noexcept;
   bool any_run() const;  // some worker's run has ops not started (runs_)
+  bool other_running(int self) const;  // a worker but self runs ops it took (RunSlot::running)
 
   EngineImpl* engine_;
   Device device_;
@@ -271,6 +273,9 @@ class DevicePool {
   OprBlock* fifo_tail_ = nullptr;
   int fifo_n_ = 0;                 // ops in the FIFO (queued_ counts the heap's too)
   std::atomic<int> queued_{0};
+  // Pops so far (modified under qlock_ only): the spinner compares it between looks to tell a
+  // queue that sat a whole look untaken (spin_paced).
+  std::atomic<unsigned> pops_{0};
   // parallel_for jobs with chunks not yet claimed. Idle workers spin or wake for these only: a
   // job whose chunks are all claimed needs no helper, and a helper spinning on it would take the
   // core of the thread that runs its last chunk
@@ -310,6 +315,15 @@ class DevicePool {
   // the spinner takes that half as its own run, and may later ask either to split again. Short
   // runs (E5's pushes, a look's worth of small ops) are never split.
   //
+  // While another worker is running ops it took (RunSlot::running), the spinner leaves newly
+  // queued ops to it: that worker takes the queue whole when its run ends, so a stream of small
+  // ops stays on one core, as with a lone worker. The spinner takes the queue itself once it has
+  // sat a whole look untaken (pops_ unchanged), when no other worker is running, and at once when
+  // poked (a thread waits, an urgent push, a priority op, a split it asked for). Before, each look
+  // of the spinner took what had come, so the stream moved from core to core: on 16 vCPUs with 15
+  // workers an empty op cost 2.6-5.5 times the spin floor, and 1.85-2.09 after in four processes
+  // of five (bench/notes/per-op.md, "The queue left to the running worker").
+  //
   // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
   // (paced_pool). bench/notes/per-op.md, "Paced polling", "Runs in a pool of several workers" and
   // "Splitting long runs".
@@ -328,6 +342,7 @@ class DevicePool {
     std::atomic<OprBlock*> rest{nullptr};
     std::atomic<int> left{0};          // rest's length, for the spinner: a hint
     std::atomic<bool> split{false};    // set by the spinner, cleared by the run's worker
+    std::atomic<bool> running{false};  // the worker runs ops it took (not parked, not looking)
   };
   struct SeenRun {
     OprBlock* rest = nullptr;

@@ -2,8 +2,9 @@
 // spin briefly before they park (at most one spins at a time, so that on a small machine the
 // frontend thread keeps a core; in wasm, workers fresh from a parallel_for spin longer: see
 // kAfterJobSpin), runs (a paced pool's worker takes the FIFO whole; the spinning worker takes
-// over the rest of a run that sits on one op: DevicePool::paced_), and parallel_for over idle
-// workers and, for large loops, the chunk helpers (helper_main).
+// over the rest of a run that sits on one op, and leaves what is queued meanwhile to the running
+// worker for a look: DevicePool::paced_), and parallel_for over idle workers and, for large
+// loops, the chunk helpers (helper_main).
 #include <algorithm>
 
 #include "asyncnd/detail/backend.h"
@@ -188,6 +189,7 @@ OprBlock* DevicePool::try_pop(RunList& rest) {
       op = fifo_head_;
       EngineImpl::prefetch_for_write(op);  // see below
       rest = RunList{op->next, fifo_tail_, fifo_n_ - 1};  // the list ends in nullptr (enqueue)
+      pops_.store(pops_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       queued_.store(queued_.load(std::memory_order_relaxed) - fifo_n_, std::memory_order_relaxed);
       fifo_head_ = fifo_tail_ = nullptr;
       fifo_n_ = 0;
@@ -212,7 +214,10 @@ OprBlock* DevicePool::try_pop(RunList& rest) {
       op = heap_.back();
       heap_.pop_back();
     }
-    if (op) queued_.store(queued_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    if (op) {
+      pops_.store(pops_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      queued_.store(queued_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
   }
   return op;
 }
@@ -323,9 +328,25 @@ bool DevicePool::spin_paced(int self, int& victim) {
   auto end = t + kIdleSpin;
   const int workers = size();
   for (int w = 0; w < workers; ++w) seen_[static_cast<std::size_t>(w)] = SeenRun{};
+  unsigned poked = hurry_.load(std::memory_order_acquire);  // at the last look
+  unsigned pops = 0;         // pops_ at the last look that found the queue left to a runner
+  bool left_before = false;  // that look was the last one
   for (int looks = 1;; ++looks) {
     const unsigned seen = hurry_.load(std::memory_order_acquire);
-    if (has_work()) return true;
+    // Queued ops go to another worker that is running ops (it takes them when its run ends)
+    // unless they sat a whole look untaken, or this worker was poked (DevicePool::paced_).
+    bool left = false;
+    if (has_work()) {
+      if (seen != poked || !other_running(self) || njobs_.load(std::memory_order_acquire) > 0 ||
+          stop_.load(std::memory_order_acquire))
+        return true;
+      const unsigned p = pops_.load(std::memory_order_relaxed);
+      if (left_before && p == pops) return true;
+      pops = p;
+      left = true;
+    }
+    left_before = left;
+    poked = seen;
     // The other workers' runs. One whose rest is what it was at the last look has sat on one op
     // since then: take its rest. (A record recycled into the same place in a new run between two
     // looks reads as stale too; taking a run that moves on only spreads it.) Of those that move
@@ -356,7 +377,7 @@ bool DevicePool::spin_paced(int self, int& victim) {
       if (!split.load(std::memory_order_relaxed)) split.store(true, std::memory_order_relaxed);
     }
     // While another worker has a run, keep looking: it may stall on a long op.
-    if (runs) end = t + kIdleSpin;
+    if (runs || left) end = t + kIdleSpin;
     if (t >= end) return false;
     // Yield now and then, as spin_until does: with more runnable threads than cores (the
     // frontend, BLAS's threads), one of them may need this core.
@@ -372,6 +393,14 @@ bool DevicePool::spin_paced(int self, int& victim) {
   }
 }
 
+bool DevicePool::other_running(int self) const {
+  for (int w = 0; w < size(); ++w) {
+    if (w != self && runs_[static_cast<std::size_t>(w)].running.load(std::memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
 bool DevicePool::has_work() const {
   return queued_.load(std::memory_order_acquire) > 0 ||
          njobs_.load(std::memory_order_acquire) > 0 || stop_.load(std::memory_order_acquire);
@@ -379,7 +408,8 @@ bool DevicePool::has_work() const {
 
 void DevicePool::worker_main(int index) {
   tls_worker = WorkerTls{engine_, this, index};
-  tls_worker.run_rest = &runs_[static_cast<std::size_t>(index)].rest;
+  RunSlot& slot = runs_[static_cast<std::size_t>(index)];
+  tls_worker.run_rest = &slot.rest;
   // A device's backend may hold back the calls of the ops run so far (Backend::flush): it starts
   // them when this worker finds nothing more to run. The ops that waited for a held op are queued
   // here when it finishes, so a chain of small ops is held, and started, as a whole.
@@ -396,7 +426,12 @@ void DevicePool::worker_main(int index) {
     victim = -1;
     if (op) {
       unflushed = may_hold;
+      // Tells the spinner to leave what comes meanwhile to this worker (spin_paced). A lone
+      // worker has no spinner beside it.
+      const bool shared = paced_ && size() > 1;
+      if (shared) slot.running.store(true, std::memory_order_relaxed);
       run_ops(op, rest, index, seen);
+      if (shared) slot.running.store(false, std::memory_order_relaxed);
       continue;
     }
     if (unflushed) {
