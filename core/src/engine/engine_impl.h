@@ -321,8 +321,8 @@ class DevicePool {
   // sat a whole look untaken (pops_ unchanged), when no other worker is running, and at once when
   // poked (a thread waits, an urgent push, a priority op, a split it asked for). Before, each look
   // of the spinner took what had come, so the stream moved from core to core: on 16 vCPUs with 15
-  // workers an empty op cost 2.6-5.5 times the spin floor, and 1.85-2.09 after in four processes
-  // of five (bench/notes/per-op.md, "The queue left to the running worker").
+  // workers an empty op cost 2.6-5.5 times the spin floor, and 1.84-2.22 after in ten processes
+  // of thirteen (bench/notes/per-op.md, "The queue left to the running worker").
   //
   // A GPU's pool (one worker) is always paced, the CPU's as EngineOptions::cpu_pacing says
   // (paced_pool). bench/notes/per-op.md, "Paced polling", "Runs in a pool of several workers" and
