@@ -335,13 +335,15 @@ TEST_CASE("an op queued while a worker is inside a long op runs on an idle worke
   constexpr int kOps = 50;
   for (int workers : {2, 4}) {
     INFO(workers << " workers");
+    // Made before the engine, so that they outlive the ops even where a failed REQUIRE leaves
+    // ops queued for the engine's destructor.
+    std::atomic<int> ran{0};
+    std::atomic<bool> started{false}, saw_all{false};
     EngineOptions o{EngineKind::kThreaded, workers};
     o.cpu_pacing = Pacing::kRuns;
     Engine eng(o);
     std::vector<Var> vars;
     for (int i = 0; i < kOps; ++i) vars.push_back(eng.new_var());
-    std::atomic<int> ran{0};
-    std::atomic<bool> started{false}, saw_all{false};
     Var a = eng.new_var();
     eng.push(
         [&] {
