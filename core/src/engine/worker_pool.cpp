@@ -414,6 +414,9 @@ void DevicePool::worker_main(int index) {
   // them when this worker finds nothing more to run. The ops that waited for a held op are queued
   // here when it finishes, so a chain of small ops is held, and started, as a whole.
   const bool may_hold = !device_.is_cpu();
+  // Marks the ops it runs (RunSlot::running), so that the spinner leaves what comes meanwhile to
+  // it (spin_paced). A lone worker has no spinner beside it.
+  const bool mark_running = paced_ && size() > 1;
   bool unflushed = false;
   int victim = -1;  // a worker whose run spin_paced found stale
   for (;;) {
@@ -426,12 +429,9 @@ void DevicePool::worker_main(int index) {
     victim = -1;
     if (op) {
       unflushed = may_hold;
-      // Tells the spinner to leave what comes meanwhile to this worker (spin_paced). A lone
-      // worker has no spinner beside it.
-      const bool shared = paced_ && size() > 1;
-      if (shared) slot.running.store(true, std::memory_order_relaxed);
+      if (mark_running) slot.running.store(true, std::memory_order_relaxed);
       run_ops(op, rest, index, seen);
-      if (shared) slot.running.store(false, std::memory_order_relaxed);
+      if (mark_running) slot.running.store(false, std::memory_order_relaxed);
       continue;
     }
     if (unflushed) {
