@@ -5,7 +5,9 @@
 
 #include <asyncnd/engine.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -78,7 +80,10 @@ void apply(const WorkOp& op, std::size_t index, std::vector<std::uint64_t>& vals
   }
 }
 
-void run_workload(Engine& eng, const Workload& w) {
+// gate_every > 0: before every gate_every-th op, an op that writes every variable and sleeps
+// 200 us, so that the ops after it queue behind it on each variable, many deep (a backlog: most
+// accesses are queued behind other queued ones, and made ready by completions, not by the push).
+void run_workload(Engine& eng, const Workload& w, std::size_t gate_every = 0) {
   const std::size_t n = w.ops.size();
   std::vector<std::uint64_t> ref_vals(static_cast<std::size_t>(w.nvars), 1), vals = ref_vals;
   std::vector<std::uint64_t> ref_outs(n, 0), outs(n, 0);
@@ -95,6 +100,10 @@ void run_workload(Engine& eng, const Workload& w) {
   std::size_t waits_checked = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const WorkOp& op = w.ops[i];
+    if (gate_every > 0 && i % gate_every == 0) {
+      eng.push([] { std::this_thread::sleep_for(std::chrono::microseconds(200)); }, std::vector<Var>{}, vars,
+               PushOptions{Device{}, 0, "gate"});
+    }
     if (op.wait_var >= 0) {
       eng.wait_to_read(vars[static_cast<std::size_t>(op.wait_var)]);
       // Reading on this thread right after the wait: TSan checks the engine's happens-before.
@@ -135,6 +144,10 @@ TEST_CASE("engine matches a serial reference on random workloads", "[engine]") {
       Engine eng(EngineOptions{EngineKind::kThreaded, workers});
       run_workload(eng, w);
     }
+  }
+  SECTION("threaded, 2 workers, every variable held now and then") {
+    Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+    run_workload(eng, w, 1000);
   }
   SECTION("naive") {
     Engine eng(EngineOptions{EngineKind::kNaive});

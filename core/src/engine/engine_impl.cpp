@@ -422,22 +422,31 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
       }
     }
     Settled settled;  // used only when the access is queued
+    bool settles = false;
     if (granted) {
       capture_poison(a);
       ++granted_here;
     } else {
       a->next = nullptr;
-      if (v->tail) v->tail->next = a;
-      else v->head = a;
+      if (v->tail) {
+        // Behind another queued access, nothing settle could do has changed: a queue left
+        // non-empty has kAttention raised and an access still running, whose completion settles
+        // under the lock (settle). So the worker's line is not read here: in a backlog (the
+        // workers behind the frontend), reading it cost the worker a transfer back per access.
+        v->tail->next = a;
+      } else {
+        v->head = a;
+        settles = true;
+      }
       v->tail = a;
       // The last running access grants it (or settle does, if they all ended just now; grant()
       // then takes it off op->wait, which push's hold keeps above zero).
-      settle(v, ready, settled);
+      if (settles) settle(v, ready, settled);
     }
     v->lock.unlock();
     // The caller holds a handle, so v is not orphaned, and not pending deletion unless another
     // thread deletes it right now; then this runs what settle handed over.
-    if (!granted) after_settle(v, settled);
+    if (settles) after_settle(v, settled);
   }
   const int mine = granted_here + 1;
   if (op->wait.fetch_sub(mine, std::memory_order_acq_rel) == mine) {

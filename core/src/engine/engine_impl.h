@@ -58,8 +58,11 @@ struct Access {
 // enough. When something waits for the running accesses to end (a queued access, a pending
 // deletion, an orphaned variable), `attention` is set in the second line's word: from then on
 // accesses complete under the lock, and the one that completes the last resolves what waited
-// (EngineImpl::settle). The counts only grow, also across a record's reuse (recycler.h). A thread
-// in wait_to_read whose variable's last write runs watches the count too, without the lock.
+// (EngineImpl::settle). Outside the lock, a non-empty queue always has `attention` set and an
+// access still running: settle leaves the queue non-empty only then, so an access queued behind
+// another needs no settle (enqueue_accesses). The counts only grow, also across a record's reuse
+// (recycler.h). A thread in wait_to_read whose variable's last write runs watches the count too,
+// without the lock.
 struct alignas(64) VarBlock {
   std::atomic<int> refs{1};  // Var handles (ops hold none: see orphaned)
   EngineImpl* owner = nullptr;
