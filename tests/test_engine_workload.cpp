@@ -101,8 +101,8 @@ void run_workload(Engine& eng, const Workload& w, std::size_t gate_every = 0) {
   for (std::size_t i = 0; i < n; ++i) {
     const WorkOp& op = w.ops[i];
     if (gate_every > 0 && i % gate_every == 0) {
-      eng.push([] { std::this_thread::sleep_for(std::chrono::microseconds(200)); }, std::vector<Var>{}, vars,
-               PushOptions{Device{}, 0, "gate"});
+      eng.push([] { std::this_thread::sleep_for(std::chrono::microseconds(200)); },
+               std::vector<Var>{}, vars, PushOptions{Device{}, 0, "gate"});
     }
     if (op.wait_var >= 0) {
       eng.wait_to_read(vars[static_cast<std::size_t>(op.wait_var)]);

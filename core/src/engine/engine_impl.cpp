@@ -422,22 +422,18 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
       }
     }
     Settled settled;  // used only when the access is queued
-    bool settles = false;
+    // Queued behind another queued access, nothing settle could do has changed: a queue left
+    // non-empty has kAttention raised and an access still running, whose completion settles
+    // under the lock (settle). So the worker's line is not read then: in a backlog (the workers
+    // behind the frontend), reading it cost the worker a transfer back per access.
+    const bool settles = !granted && v->tail == nullptr;
     if (granted) {
       capture_poison(a);
       ++granted_here;
     } else {
       a->next = nullptr;
-      if (v->tail) {
-        // Behind another queued access, nothing settle could do has changed: a queue left
-        // non-empty has kAttention raised and an access still running, whose completion settles
-        // under the lock (settle). So the worker's line is not read here: in a backlog (the
-        // workers behind the frontend), reading it cost the worker a transfer back per access.
-        v->tail->next = a;
-      } else {
-        v->head = a;
-        settles = true;
-      }
+      if (settles) v->head = a;
+      else v->tail->next = a;
       v->tail = a;
       // The last running access grants it (or settle does, if they all ended just now; grant()
       // then takes it off op->wait, which push's hold keeps above zero).
