@@ -118,6 +118,44 @@ void wait_roundtrips(Var v, int n, std::vector<double>& us) {
   }
 }
 
+// A backlog drained while waitall sleeps: n empty ops (1 read + 1 write each, over 256 variables
+// of each kind) queued behind a gate op that holds all the variables, released by another thread
+// 2 ms after waitall is called (past waitall's spin, so it sleeps). Per op, from the release until
+// waitall returns. A sleeping waitall that the workers woke after every op (a futex wake each)
+// made this 2-3 times the cost of ops drained while nothing sleeps (bench/notes/per-op.md, "A
+// sleeping waitall woken by every op").
+double backlog_drain_ns(int n) {
+  Engine& eng = engine();
+  constexpr int kPool = 256;
+  std::vector<Var> reads, writes;
+  for (int i = 0; i < kPool; ++i) {
+    reads.push_back(eng.new_var());
+    writes.push_back(eng.new_var());
+  }
+  std::vector<Var> all = reads;
+  all.insert(all.end(), writes.begin(), writes.end());
+  std::atomic<bool> go{false};
+  eng.push([&go] {
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+  }, std::vector<Var>{}, all);
+  for (int i = 0; i < n; ++i) eng.push([] {}, {reads[i & (kPool - 1)]}, {writes[i & (kPool - 1)]});
+  Clock::time_point released;
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    released = Clock::now();
+    go.store(true, std::memory_order_release);
+  });
+  eng.waitall();
+  const auto end = Clock::now();
+  releaser.join();
+  for (int i = 0; i < kPool; ++i) {
+    eng.delete_var(reads[i]);
+    eng.delete_var(writes[i]);
+  }
+  eng.waitall();
+  return std::chrono::duration<double>(end - released).count() / n * 1e9;
+}
+
 // The per-op costs and the floor they are judged against, measured in the same rounds: the floor,
 // then the empty ops, then a slice of the wait round trips, kReps times. These VMs run in phases
 // of seconds (a child timing the same GEMM gave 200-220 GFLOP/s for a few seconds, then 285-293;
@@ -133,7 +171,7 @@ void bench_per_op() {
   Var v = eng.new_var();
   std::vector<double> warm;
   wait_roundtrips(v, kWarmWaits, warm);
-  std::vector<double> spin, all, push_only, chain, vec, us;
+  std::vector<double> spin, all, push_only, chain, vec, drain, us;
   us.reserve(static_cast<std::size_t>(kReps) * kWaits);
   for (int r = 0; r < kReps; ++r) {
     spin.push_back(spin_roundtrip_once(100000));
@@ -142,6 +180,7 @@ void bench_per_op() {
     push_only.push_back(p);
     chain.push_back(empty_ops(kN / 2, Pattern::kChain).first);
     vec.push_back(empty_ops(kN / 2, Pattern::kVector).first);
+    drain.push_back(backlog_drain_ns(kN / 25));
     wait_roundtrips(v, kRoundWarm, warm);  // back in step after the empty ops' waitall
     std::vector<double> round;
     round.reserve(kWaits);
@@ -161,6 +200,8 @@ void bench_per_op() {
   record("push_only_ns", median(push_only), "the push calls alone, per op (same runs)");
   record("push_overhead_chain_ns", median(chain), "every op writes the same var (a chain), per op");
   record("push_overhead_vector_ns", median(vec), "as push_overhead_ns, reads/writes as std::vector<Var>");
+  record("backlog_drain_ns", median(drain),
+         "20k empty ops queued behind a gate, drained while waitall sleeps, per op");
   record("wait_roundtrip_us", median(us),
          "median of 20k iterations: 4k per round, after 200 not counted");
   record("wait_roundtrip_p90_us", percentile(us, 0.9), "90th percentile");

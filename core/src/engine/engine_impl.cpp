@@ -395,9 +395,9 @@ void EngineImpl::backpressure(std::size_t bytes) {
   hurry_workers();
   if (spin_until(ok, std::chrono::microseconds(20))) return;
   std::unique_lock<std::mutex> lk(done_mu_);
-  done_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  bound_sleepers_.fetch_add(1, std::memory_order_seq_cst);
   done_cv_.wait(lk, ok);
-  done_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  bound_sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void EngineImpl::enqueue_accesses(OprBlock* op) {
@@ -560,11 +560,16 @@ void EngineImpl::release_inflight(std::size_t bytes) noexcept {
 }
 
 void EngineImpl::notify_done_waiters() {
-  if (done_waiters_.load(std::memory_order_seq_cst) == 0) return;
+  const bool bound_sleeps = bound_sleepers_.load(std::memory_order_seq_cst) != 0;
+  if (!bound_sleeps && waitall_sleepers_.load(std::memory_order_seq_cst) == 0) return;
   const std::uint64_t f = finished_all_.load(std::memory_order_seq_cst);
   const std::uint64_t p = pushed_all_.load(std::memory_order_seq_cst);
   bool wake = f >= p;  // waitall may return
-  if (!wake) {
+  // A sleeping waitall alone is woken only then. Before, it was woken by the bound's condition
+  // below too, so while it slept every finished op paid a futex wake and the sleeper a wake-up
+  // that found work still pending: draining a backlog of empty ops after waitall fell asleep cost
+  // 2-3 times more per op (bench/notes/per-op.md, "A sleeping waitall woken by every op").
+  if (!wake && bound_sleeps) {
     // A push blocked by a bound: wake it once in-flight work is down to half of each bound set
     // (hysteresis). Waking it after every finished op cost a context switch per op on the cores
     // the ops run on (E6: ~100 wake-ups per batch). No wake-up is lost for good: while anything
@@ -850,9 +855,9 @@ void EngineImpl::waitall() {
   if (!t_pushed_urgent && !done()) hurry_workers();
   if (!spin_until(done, kWaitSpin)) {
     std::unique_lock<std::mutex> lk(done_mu_);
-    done_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    waitall_sleepers_.fetch_add(1, std::memory_order_seq_cst);
     done_cv_.wait(lk, done);
-    done_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    waitall_sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
   retire_all_deferred();  // their ops are done: memory is back when waitall returns
   ErrorRef first;

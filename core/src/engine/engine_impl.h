@@ -577,7 +577,10 @@ class EngineImpl {
 
   alignas(64) std::mutex done_mu_;  // waitall and backpressure sleepers
   std::condition_variable done_cv_;
-  std::atomic<int> done_waiters_{0};
+  // Counted apart because they wake on different conditions (notify_done_waiters): a sleeping
+  // waitall only when everything has finished, a push blocked by a bound at half the bound.
+  std::atomic<int> waitall_sleepers_{0};
+  std::atomic<int> bound_sleepers_{0};
 
   mutable std::mutex err_mu_;
   std::vector<ErrorRef> errors_;  // failures not yet rethrown
