@@ -274,10 +274,10 @@ TEST_CASE("a sleeping waitall is not woken by every op that finishes before the 
   CHECK(ran.load() == n);
   const long sleeps = after.ru_nvcsw - before.ru_nvcsw;
   INFO(n << " ops drained while waitall slept; it went to sleep " << sleeps << " times");
-  // Twice here (its spin yields the core too). Woken by the ops, it went to sleep 165-620 times
-  // on a 2-vCPU Zen 5.
+  // Twice here (its spin yields the core too), 6 times under qemu-user (the emulator's own locks).
+  // Woken by the ops, it went to sleep 165-620 times on a 2-vCPU Zen 5.
   CHECK(sleeps >= 1);
-  CHECK(sleeps <= 20);
+  CHECK(sleeps <= 50);
 }
 #endif
 
