@@ -121,9 +121,9 @@ void wait_roundtrips(Var v, int n, std::vector<double>& us) {
 // A backlog drained while waitall sleeps: n empty ops (1 read + 1 write each, over 256 variables
 // of each kind) queued behind a gate op that holds all the variables, released by another thread
 // 2 ms after waitall is called (past waitall's spin, so it sleeps). Per op, from the release until
-// waitall returns. A sleeping waitall that the workers woke after every op (a futex wake each)
-// made this 2-3 times the cost of ops drained while nothing sleeps (bench/notes/per-op.md, "A
-// sleeping waitall woken by every op").
+// waitall returns. While the workers woke a sleeping waitall after every op (a futex wake each),
+// this figure was about 1.5 times what it is since (bench/notes/per-op.md, "A sleeping waitall
+// woken by every op").
 double backlog_drain_ns(int n) {
   Engine& eng = engine();
   constexpr int kPool = 256;

@@ -568,7 +568,7 @@ void EngineImpl::notify_done_waiters() {
   // A sleeping waitall alone is woken only then. Before, it was woken by the bound's condition
   // below too, so while it slept every finished op paid a futex wake and the sleeper a wake-up
   // that found work still pending: draining a backlog of empty ops after waitall fell asleep cost
-  // 2-3 times more per op (bench/notes/per-op.md, "A sleeping waitall woken by every op").
+  // 1.5-3 times more per op (bench/notes/per-op.md, "A sleeping waitall woken by every op").
   if (!wake && bound_sleeps) {
     // A push blocked by a bound: wake it once in-flight work is down to half of each bound set
     // (hysteresis). Waking it after every finished op cost a context switch per op on the cores
