@@ -76,17 +76,37 @@ enum class Pattern {
   kVector,  // as kPool, through the std::vector<Var> overload of push (two allocations per op)
 };
 
+// The empty ops' variables: op i reads reads[i & (kPool - 1)] and writes writes[i & (kPool - 1)].
+constexpr int kPool = 256;  // power of two: index with a mask
+struct VarPool {
+  std::vector<Var> reads, writes;
+};
+
+VarPool new_var_pool() {
+  VarPool p;
+  for (int i = 0; i < kPool; ++i) {
+    p.reads.push_back(engine().new_var());
+    p.writes.push_back(engine().new_var());
+  }
+  return p;
+}
+
+void delete_var_pool(VarPool& p) {
+  for (int i = 0; i < kPool; ++i) {
+    engine().delete_var(p.reads[i]);
+    engine().delete_var(p.writes[i]);
+  }
+  engine().waitall();  // deletions are ops too: keep them out of the next repeat
+}
+
 // Empty ops through the public push, each reading one and writing one variable of a pool, so up
 // to kPool consecutive ops are independent and many are in flight at once. Returns {per-op time
 // including the final waitall, per-op time of the push calls alone}, each in ns.
 std::pair<double, double> empty_ops(int n, Pattern pattern) {
   Engine& eng = engine();
-  constexpr int kPool = 256;  // power of two: index with a mask
-  std::vector<Var> reads, writes;
-  for (int i = 0; i < kPool; ++i) {
-    reads.push_back(eng.new_var());
-    writes.push_back(eng.new_var());
-  }
+  VarPool pool = new_var_pool();
+  const std::vector<Var>& reads = pool.reads;
+  const std::vector<Var>& writes = pool.writes;
   auto t0 = Clock::now();
   if (pattern == Pattern::kVector) {
     for (int i = 0; i < n; ++i)
@@ -99,11 +119,7 @@ std::pair<double, double> empty_ops(int n, Pattern pattern) {
   double push_s = since(t0);
   eng.waitall();
   double all_s = since(t0);
-  for (int i = 0; i < kPool; ++i) {
-    eng.delete_var(reads[i]);
-    eng.delete_var(writes[i]);
-  }
-  eng.waitall();  // deletions are ops too: keep them out of the next repeat
+  delete_var_pool(pool);
   return {all_s / n * 1e9, push_s / n * 1e9};
 }
 
@@ -118,20 +134,17 @@ void wait_roundtrips(Var v, int n, std::vector<double>& us) {
   }
 }
 
-// A backlog drained while waitall sleeps: n empty ops (1 read + 1 write each, over 256 variables
-// of each kind) queued behind a gate op that holds all the variables, released by another thread
+// A backlog drained while waitall sleeps: n empty ops (1 read + 1 write each, over a VarPool)
+// queued behind a gate op that holds all the variables, released by another thread
 // 2 ms after waitall is called (past waitall's spin, so it sleeps). Per op, from the release until
 // waitall returns. While the workers woke a sleeping waitall after every op (a futex wake each),
 // this figure was about 1.5 times what it is since (bench/notes/per-op.md, "A sleeping waitall
 // woken by every op").
 double backlog_drain_ns(int n) {
   Engine& eng = engine();
-  constexpr int kPool = 256;
-  std::vector<Var> reads, writes;
-  for (int i = 0; i < kPool; ++i) {
-    reads.push_back(eng.new_var());
-    writes.push_back(eng.new_var());
-  }
+  VarPool pool = new_var_pool();
+  const std::vector<Var>& reads = pool.reads;
+  const std::vector<Var>& writes = pool.writes;
   std::vector<Var> all = reads;
   all.insert(all.end(), writes.begin(), writes.end());
   std::atomic<bool> go{false};
@@ -148,11 +161,7 @@ double backlog_drain_ns(int n) {
   eng.waitall();
   const auto end = Clock::now();
   releaser.join();
-  for (int i = 0; i < kPool; ++i) {
-    eng.delete_var(reads[i]);
-    eng.delete_var(writes[i]);
-  }
-  eng.waitall();
+  delete_var_pool(pool);
   return std::chrono::duration<double>(end - released).count() / n * 1e9;
 }
 

@@ -253,18 +253,16 @@ TEST_CASE("a sleeping waitall is not woken by every op that finishes before the 
   constexpr int kPool = 64;
   std::vector<Var> vars;
   for (int i = 0; i < kPool; ++i) vars.push_back(eng.new_var());
-  std::atomic<bool> go{false};
+  Gate gate;
   std::atomic<int> ran{0};
-  eng.push([&go] {
-    while (!go.load()) std::this_thread::yield();
-  }, std::vector<Var>{}, vars);
+  eng.push([&gate] { gate.wait(); }, std::vector<Var>{}, vars);
   for (int i = 0; i < n; ++i) {
     eng.push([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }, {}, {vars[i % kPool]});
   }
   // Released once waitall has spun its 50 us and gone to sleep.
-  std::thread releaser([&go] {
+  std::thread releaser([&gate] {
     sleep_ms(20);
-    go = true;
+    gate.open = true;
   });
   rusage before{}, after{};
   ::getrusage(RUSAGE_THREAD, &before);
