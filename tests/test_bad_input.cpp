@@ -10,18 +10,11 @@
 #include <vector>
 
 #include "ops_test_util.h"
+#include "test_util.h"  // ASYNCND_TEST_SANITIZED
 
 using namespace asyncnd;
 using asyncnd_test::expect_error;
 using asyncnd_test::leak_checked;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ASYNCND_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ASYNCND_TEST_SANITIZED 1
-#endif
-#endif
 
 TEST_CASE("shape_size: overflow-safe, capped at the target's largest array", "[errors][sizes]") {
   CHECK(shape_size({}) == 1);
@@ -74,7 +67,7 @@ TEST_CASE("out of memory names the op as well as the allocator", "[errors][sizes
 #endif
 }
 
-TEST_CASE("waitall from inside an op throws with either engine kind", "[engine][errors]") {
+TEST_CASE("waitall and wait_to_read from inside an op throw with either engine kind", "[engine][errors]") {
   for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
     INFO((kind == EngineKind::kNaive ? "naive" : "threaded"));
     Engine eng(EngineOptions{kind, 2});
@@ -83,6 +76,20 @@ TEST_CASE("waitall from inside an op throws with either engine kind", "[engine][
     eng.push([&] { eng.waitall(); }, {}, {v}, PushOptions{Device{}, 0, "nested_waitall"});
     CHECK_THROWS_WITH(eng.wait_to_read(v), Catch::Contains("nested_waitall") &&
                                                Catch::Contains("waitall: called from inside an op"));
+    // The naive engine's wait_to_read returned (what it had run was done), so a program that ran
+    // with it deadlocked a threaded engine's worker: both refuse, on another variable and on the
+    // op's own.
+    Var u = eng.new_var();
+    eng.push([] {}, {}, {u});
+    eng.push([&] { eng.wait_to_read(u); }, {}, {v}, PushOptions{Device{}, 0, "nested_wait_other"});
+    CHECK_THROWS_WITH(eng.wait_to_read(v),
+                      Catch::Contains("nested_wait_other") &&
+                          Catch::Contains("wait_to_read: called from inside an op"));
+    eng.push([&] { eng.wait_to_read(v); }, {}, {v}, PushOptions{Device{}, 0, "nested_wait_own"});
+    CHECK_THROWS_WITH(eng.wait_to_read(v),
+                      Catch::Contains("nested_wait_own") &&
+                          Catch::Contains("wait_to_read: called from inside an op"));
+    eng.delete_var(std::move(u));
     // Nested pushes still run, and the engine keeps going.
     Var w = eng.new_var();
     int x = 0;

@@ -6,12 +6,19 @@
 #include <asyncnd/detail/backend.h>  // detail::memory_limit_from
 #include <asyncnd/engine.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/engine_impl.h"  // detail::EngineAccess (core/src: internal)
@@ -243,6 +250,92 @@ TEST_CASE("EngineOptions::from_env reads ASYNCND_ENGINE, ASYNCND_CPU_WORKERS and
                     Catch::Contains("ASYNCND_CPU_PACING") && Catch::Contains("'Runs'") &&
                         Catch::Contains("'auto', 'runs' or 'ops'"));
   ::unsetenv("ASYNCND_CPU_PACING");
+}
+
+// Whether `eng` still runs an op and reports it done.
+static bool runs_an_op(Engine& eng) {
+  Var v = eng.new_var();
+  int x = 0;
+  eng.push([&] { x = 1; }, {}, {v});
+  eng.wait_to_read(v);
+  eng.delete_var(std::move(v));
+  return x == 1;
+}
+
+TEST_CASE("EngineOptions out of range are an error naming the field and change nothing",
+          "[engine][errors]") {
+  auto with = [](auto set) {
+    EngineOptions o;
+    set(o);
+    return o;
+  };
+  const std::vector<std::pair<EngineOptions, std::string>> bad = {
+      {with([](EngineOptions& o) { o.kind = static_cast<EngineKind>(7); }), "kind is 7"},
+      {with([](EngineOptions& o) { o.cpu_pacing = static_cast<Pacing>(9); }), "cpu_pacing is 9"},
+      {with([](EngineOptions& o) { o.cpu_workers = -1; }), "cpu_workers is -1"},
+      {with([](EngineOptions& o) { o.cpu_workers = kMaxCpuThreads + 1; }), "cpu_workers is 1025"},
+      {with([](EngineOptions& o) { o.cpu_chunk_helpers = -2; }), "cpu_chunk_helpers is -2"},
+      {with([](EngineOptions& o) { o.cpu_chunk_helpers = 100000; }),
+       "cpu_chunk_helpers is 100000"},
+  };
+  Engine& eng = engine();
+  const EngineKind kind = eng.kind();
+  const int workers = eng.num_workers();
+  for (const auto& b : bad) {
+    INFO(b.second);
+    // Before: an unknown kind made an engine that crashed at its first push, and 100000 helpers
+    // or workers were started one by one.
+    CHECK_THROWS_WITH(Engine(b.first), Catch::Contains("engine options: " + b.second));
+    CHECK_THROWS_WITH(configure_engine(b.first), Catch::Contains("engine options: " + b.second));
+    CHECK(eng.kind() == kind);
+    CHECK(eng.num_workers() == workers);
+    CHECK(runs_an_op(eng));
+  }
+}
+
+// Run by the test below in a child process, under a memory limit that leaves room for a few
+// dozen threads' stacks: an engine of 1000 workers cannot start them all.
+TEST_CASE("engine: workers that cannot start (child)", "[.][engine-start-child]") {
+  ::alarm(60);  // the failure this checks was a hang
+  Engine& eng = engine();
+  const int workers = eng.num_workers();
+  rlimit as{};
+  REQUIRE(::getrlimit(RLIMIT_AS, &as) == 0);
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  std::uint64_t vm_kb = 0;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoull(line.substr(7));
+  REQUIRE(vm_kb > 0);
+  as.rlim_cur = (vm_kb << 10) + (512ull << 20);
+  REQUIRE(::setrlimit(RLIMIT_AS, &as) == 0);
+  EngineOptions many;
+  many.cpu_workers = 1000;
+  CHECK_THROWS_WITH(Engine(many), Catch::Contains("engine: could not start cpu(0)'s worker") &&
+                                      Catch::Contains("of 1000"));
+  CHECK_THROWS_WITH(configure_engine(many), Catch::Contains("could not start cpu(0)'s worker"));
+  // configure_engine restarted the engine as it was.
+  CHECK(eng.num_workers() == workers);
+  CHECK(runs_an_op(eng));
+  std::printf("child done\n");
+}
+
+TEST_CASE("an engine whose workers cannot all start throws and configure_engine keeps the old "
+          "one", "[engine][errors]") {
+#ifdef ASYNCND_TEST_SANITIZED
+  SUCCEED("SKIPPED: the sanitizers' shadow memory does not fit under a memory limit");
+  return;
+#endif
+  if (std::getenv("ASYNCND_TEST_EMULATOR") != nullptr || asyncnd_test::kUnderEmulator) {
+    SUCCEED("SKIPPED: under qemu-user the memory limit applies to the emulator's own reservations");
+    return;
+  }
+  int status = 0;
+  const std::string out =
+      asyncnd_test::run_child("", "engine: workers that cannot start (child)", &status);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK(out.find("child done") != std::string::npos);
 }
 
 TEST_CASE("pacing: natively every CPU pool takes runs unless told otherwise", "[engine]") {

@@ -63,6 +63,21 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 // test-arm64) the toolchain's CMAKE_CROSSCOMPILING_EMULATOR, compiled in: the shell would not
 // know how to run an AArch64 binary. The binary's path comes from readlink, which qemu-user
 // answers with the emulated program, where /proc/PID/exe would be qemu itself.
+// Built with AddressSanitizer or ThreadSanitizer (GCC's macros, clang's __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ASYNCND_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ASYNCND_TEST_SANITIZED 1
+#endif
+#endif
+
+#ifdef ASYNCND_TEST_EMULATOR
+constexpr bool kUnderEmulator = true;  // a cross build, run under the emulator compiled in
+#else
+constexpr bool kUnderEmulator = false;
+#endif
+
 inline std::string run_child(const std::string& before, const std::string& test, int* status) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);

@@ -164,10 +164,19 @@ enum class Pacing {
 // "auto", "runs", "ops".
 const char* pacing_name(Pacing pacing);
 
+// The most CPU workers, and the most chunk helpers, an engine takes (EngineOptions, and
+// ASYNCND_CPU_WORKERS and ASYNCND_CPU_HELPERS).
+inline constexpr int kMaxCpuThreads = 1024;
+
+// An engine's configuration. The Engine constructor and configure_engine check it first: an
+// unknown kind or pacing, or a count out of its range, throws asyncnd::Error naming the field and
+// its value, and changes nothing. If a thread cannot be started (the process's limit on threads
+// or memory), they throw asyncnd::Error saying how many started: the constructor makes no engine,
+// and configure_engine restarts the configuration it replaced.
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
-  // CPU worker threads; 0 = one per CPU of program_cpu_limit() but one (at least one), leaving a
-  // core to the frontend thread that pushes.
+  // CPU worker threads, 0 to kMaxCpuThreads; 0 = one per CPU of program_cpu_limit() but one (at
+  // least one), leaving a core to the frontend thread that pushes.
   int cpu_workers = 0;
   // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
   std::size_t max_inflight_ops = 0;
@@ -175,9 +184,9 @@ struct EngineOptions {
   // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
   BoundSource max_inflight_bytes_source = BoundSource::kNone;
   Pacing cpu_pacing = Pacing::kAuto;  // the CPU pool's; a GPU's lone worker always takes runs
-  // CPU chunk helpers: threads that only run chunks of large parallel_for loops (loops of
-  // kChunkHelperMinWork elements or more: a large map, reduction or random fill), never ops.
-  // -1 = one when cpu_workers is the default and leaves a core to the frontend (2 CPUs or more),
+  // CPU chunk helpers, -1 to kMaxCpuThreads: threads that only run chunks of large parallel_for
+  // loops (loops of kChunkHelperMinWork elements or more: a large map, reduction or random fill),
+  // never ops. -1 = one when cpu_workers is the default and leaves a core to the frontend (2 CPUs or more),
   // else none; in WebAssembly always none (its threads come from a pool of fixed size). GEMMs
   // already use that core (BLAS's threads use every CPU); with the helper, large maps do too.
   int cpu_chunk_helpers = -1;
@@ -356,6 +365,7 @@ class Engine {
   // Blocks until every op pushed before this call has finished, and every op those ops pushed
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
+  // It does not clear the variables' errors: each still rethrows its own at its next wait_to_read.
   // Then waits for every GPU to finish its queued work, and throws a device error if one failed.
   // Must not be called from inside an op: throws "waitall: called from inside an op" there (with
   // either engine kind).

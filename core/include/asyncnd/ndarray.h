@@ -84,7 +84,7 @@ class NDArray {
   NDArray max(int axis, bool keepdims = false) const;
   NDArray norm() const;
   // The unary ops of the op table (asyncnd/detail/op_table.h) as methods, nd::<op>(*this):
-  // x.neg(), x.exp(), x.log(), x.sqrt(), x.relu(), x.sigmoid(), x.tanh().
+  // x.neg(), x.exp(), x.log(), x.sqrt(), x.relu(), x.sigmoid(), x.tanh(), x.abs().
 #define ASYNCND_NDARRAY_UNARY(name, Name) NDArray name() const;
   ASYNCND_UNARY_OPS(ASYNCND_NDARRAY_UNARY)
 #undef ASYNCND_NDARRAY_UNARY

@@ -292,11 +292,11 @@ EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
   }
   if (const char* w = std::getenv("ASYNCND_CPU_WORKERS")) {
     o.cpu_workers = static_cast<int>(
-        detail::parse_env_uint("ASYNCND_CPU_WORKERS", w, 0, 1024, "a count"));
+        detail::parse_env_uint("ASYNCND_CPU_WORKERS", w, 0, kMaxCpuThreads, "a count"));
   }
   if (const char* w = std::getenv("ASYNCND_CPU_HELPERS")) {
     o.cpu_chunk_helpers = static_cast<int>(
-        detail::parse_env_uint("ASYNCND_CPU_HELPERS", w, 0, 1024, "a count"));
+        detail::parse_env_uint("ASYNCND_CPU_HELPERS", w, 0, kMaxCpuThreads, "a count"));
   }
   if (const char* p = std::getenv("ASYNCND_CPU_PACING"); p && *p) {  // empty: the default
     const Pacing all[] = {Pacing::kAuto, Pacing::kRuns, Pacing::kOps};

@@ -38,7 +38,31 @@ thread_local int t_naive_op_depth = 0;
 thread_local bool t_waited = false;
 thread_local bool t_pushed_urgent = false;
 
+// EngineOptions' checks (engine.h): before anything starts or stops.
+static void check_options(const EngineOptions& o) {
+  auto bad = [](const char* field, long long value, const char* expected) {
+    throw Error(std::string("engine options: ") + field + " is " + std::to_string(value) +
+                " (expected " + expected + ")");
+  };
+  if (o.kind != EngineKind::kThreaded && o.kind != EngineKind::kNaive) {
+    bad("kind", static_cast<long long>(o.kind), "EngineKind::kThreaded or kNaive");
+  }
+  if (o.cpu_pacing != Pacing::kAuto && o.cpu_pacing != Pacing::kRuns &&
+      o.cpu_pacing != Pacing::kOps) {
+    bad("cpu_pacing", static_cast<long long>(o.cpu_pacing), "Pacing::kAuto, kRuns or kOps");
+  }
+  const std::string workers_range = "0 (the default) to " + std::to_string(kMaxCpuThreads);
+  if (o.cpu_workers < 0 || o.cpu_workers > kMaxCpuThreads) {
+    bad("cpu_workers", o.cpu_workers, workers_range.c_str());
+  }
+  const std::string helpers_range = "-1 (the default) to " + std::to_string(kMaxCpuThreads);
+  if (o.cpu_chunk_helpers < -1 || o.cpu_chunk_helpers > kMaxCpuThreads) {
+    bad("cpu_chunk_helpers", o.cpu_chunk_helpers, helpers_range.c_str());
+  }
+}
+
 EngineImpl::EngineImpl(EngineOptions options) {
+  check_options(options);
   t0_ns_ = profiler_clock_ns();
   for (int i = 0; i < kDeviceKindCount * kIdsPerKind; ++i) {
     mem_[i].device = Device{static_cast<DeviceKind>(i / kIdsPerKind), i % kIdsPerKind};
@@ -57,6 +81,7 @@ EngineImpl::~EngineImpl() {
 }
 
 void EngineImpl::start(const EngineOptions& options) {
+  options_ = options;
   kind_ = options.kind;
   start_ops_ = options.max_inflight_ops;
   start_bytes_ = options.max_inflight_bytes;
@@ -103,14 +128,28 @@ void EngineImpl::reconfigure(EngineOptions options) {
   }
   // An earlier op's failure does not stop the reconfiguration: it is applied, then the failure is
   // reported (as waitall would have), so one call both configures and reports.
+  check_options(options);
   std::exception_ptr failure;
   try {
     waitall();
   } catch (const Error&) {
     failure = std::current_exception();
   }
+  const EngineOptions before = options_;
   stop();
-  start(options);
+  try {
+    start(options);
+  } catch (const std::exception& e) {
+    // Its threads could not all start (DevicePool), or memory ran out: the engine runs on as it
+    // was configured, and says why the new configuration did not take, and what failed before.
+    start(before);
+    if (!failure) throw;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error& earlier) {
+      throw Error(std::string(e.what()) + "; and an earlier op failed: " + earlier.what());
+    }
+  }
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -781,7 +820,9 @@ ErrorRef WaitSignal::wait(std::chrono::microseconds spin) {
 void EngineImpl::wait_to_read(const Var& var) {
   VarBlock* v = peek(var);
   check_var(v, "wait_to_read", "the");
-  if (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) {
+  // The naive engine could wait here (what it ran is done, but for the op inside which it would
+  // wait): it refuses too, so that a program behaves the same with either engine kind.
+  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
   // Also when nothing is pending: a thread that reads results makes its next push urgent.

@@ -223,6 +223,7 @@ class DevicePool {
  private:
   void worker_main(int index);
   void helper_main();  // a chunk helper: help_job, else park until a job is published
+  void join_all() noexcept;  // stops and joins the threads (the destructor; a failed start)
   // The ops of a run not yet started: a list in push order (OprBlock::next), its last op (null
   // when not known: a run taken over from another worker; found by walking when needed), and how
   // many.
@@ -536,6 +537,7 @@ class EngineImpl {
                     bool skipped);
   double now_us() const;
 
+  EngineOptions options_;  // as given to start(): what reconfigure restores if the new one fails
   EngineKind kind_ = EngineKind::kThreaded;
   int cpu_workers_ = 0;
   int cpus_ = 1;  // program_cpu_limit().cpus when the engine started: the pools' idea of "cores"

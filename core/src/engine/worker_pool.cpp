@@ -6,6 +6,8 @@
 // worker for a look: DevicePool::paced_), and parallel_for over idle workers and, for large
 // loops, the chunk helpers (helper_main).
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 #include "asyncnd/detail/backend.h"
 #include "engine/engine_impl.h"
@@ -90,11 +92,28 @@ DevicePool::DevicePool(EngineImpl* engine, Device device, int workers, bool pace
       runs_(new RunSlot[static_cast<std::size_t>(workers)]),
       seen_(new SeenRun[static_cast<std::size_t>(workers)]) {
   threads_.reserve(static_cast<std::size_t>(workers + chunk_helpers));
-  for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
-  for (int i = 0; i < chunk_helpers; ++i) threads_.emplace_back([this] { helper_main(); });
+  try {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_main(i); });
+    for (int i = 0; i < chunk_helpers; ++i) threads_.emplace_back([this] { helper_main(); });
+  } catch (const std::system_error& e) {
+    // The process's limit on threads (or on memory, for their stacks): the threads already
+    // started are stopped and joined, so that nothing waits on this pool's members as they go.
+    const std::size_t started = threads_.size();
+    join_all();
+    const bool helper = started >= static_cast<std::size_t>(workers);
+    throw Error(std::string("engine: could not start ") + device_.str() + "'s " +
+                (helper ? "chunk helper " : "worker ") +
+                std::to_string(helper ? started - static_cast<std::size_t>(workers) + 1
+                                      : started + 1) +
+                " of " + std::to_string(helper ? chunk_helpers : workers) + " (" + e.what() +
+                "): ask for fewer (EngineOptions, ASYNCND_CPU_WORKERS, ASYNCND_CPU_HELPERS) or "
+                "raise the process's limit on threads or memory");
+  }
 }
 
-DevicePool::~DevicePool() {
+DevicePool::~DevicePool() { join_all(); }
+
+void DevicePool::join_all() noexcept {
   {
     std::lock_guard<std::mutex> lk(park_mu_);
     stop_.store(true);
@@ -102,6 +121,7 @@ DevicePool::~DevicePool() {
     helper_cv_.notify_all();
   }
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void DevicePool::enqueue(OprBlock* op, bool urgent) noexcept {
