@@ -251,6 +251,32 @@ TEST_CASE("autograd errors name the call and the shapes, queuing nothing", "[aut
   nd::waitall();
 }
 
+TEST_CASE("in place through a reshaped view of a recorded array throws while recording",
+          "[autograd][errors]") {
+  NDArray x = nd::from_vector({1, 2, 3, 4}, {4});
+  x.attach_grad();
+  NDArray v = x.reshape({2, 2});  // made before the recording: a view with state of its own
+  NDArray y, z, w;
+  {
+    autograd::Record rec;
+    y = (x * x).sum();
+    z = x * 1.0f;
+    {
+      autograd::Pause pause;
+      w = z.reshape({2, 2});  // a view of a recorded result, made while paused
+    }
+    // Before, both were taken, and backward read the changed values: dy/dx was 20x, not 2x.
+    expect_error([&] { v *= 10.0f; }, {"*=", "in-place", "a view of an array", "[2,2]"});
+    expect_error([&] { w += 1.0f; }, {"+=", "in-place", "a view of an array", "[2,2]"});
+    NDArray other = nd::zeros({2, 2});
+    expect_error([&] { other += v; }, {"+=", "in-place", "[2,2]"});
+  }
+  y.backward();
+  check_exact(x.grad().to_vector(), {2, 4, 6, 8}, "dy/dx = 2x, x unchanged");
+  v *= 10.0f;  // outside the recording: allowed, and it is x
+  check_exact(x.to_vector(), {10, 20, 30, 40}, "x through its view");
+}
+
 TEST_CASE("recording is per thread", "[autograd]") {
   autograd::Record rec;
   bool other = true;

@@ -70,6 +70,41 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   expect_error([&] { nn::L2Loss()(p, l3); }, {"L2Loss", "[4,1]", "[3]"});
   expect_error([&] { nn::SGD(d.parameters(), 0.1f).step(0); }, {"SGD::step", "batch_size", "0"});
   expect_error([&] { net.add(nn::Block()); }, {"Sequential::add", "empty"});
+  // A network inside itself, directly or through another, recursed until the stack overflowed.
+  expect_error([&] { net.add(net); }, {"Sequential::add", "cannot contain itself"});
+  nn::Sequential outer;
+  outer.add(net).add(net);  // one block twice is no cycle
+  expect_error([&] { net.add(outer); }, {"Sequential::add", "cannot contain itself"});
+  CHECK(net.size() == 1);
+  CHECK(outer.parameters().size() == 4);
+  // A learning rate that is NaN or infinite made every weight NaN at the first step.
+  expect_error([&] { nn::SGD(d.parameters(), std::nanf("")); }, {"SGD", "finite", "nan"});
+  nn::SGD trainer(d.parameters(), 0.1f);
+  expect_error([&] { trainer.set_learning_rate(INFINITY); },
+               {"SGD::set_learning_rate", "finite", "inf"});
+  CHECK(trainer.learning_rate() == 0.1f);
+}
+
+TEST_CASE("set_data on a deferred parameter checks the dimensions already known", "[nn][errors]") {
+  nn::Dense d(3);  // weight [3,0] and bias [3], deferred
+  NDArray w57 = nd::ones({5, 7}), w3 = nd::ones({3}), w38 = nd::ones({3, 8});
+  nd::waitall();
+  // Before: a [5,7] weight was taken, the layer gave [2,5] and never made its bias.
+  expect_error([&] { d.weight().set_data(w57); },
+               {"set_data", "dense", "[3,0]", "not known until the first forward pass", "[5,7]"});
+  expect_error([&] { d.weight().set_data(w3); }, {"set_data", "[3,0]", "[3]"});
+  d.weight().set_data(nd::ones({3, 7}));
+  NDArray y = d(nd::ones({2, 7}));
+  CHECK(y.shape() == Shape{2, 3});
+  REQUIRE(d.bias().initialized());  // made at the first forward pass, apart from the weight
+  check_exact(d.bias().data().to_vector(), {0, 0, 0}, "the bias, initialised to zeros");
+  check_exact(y.to_vector(), std::vector<float>(6, 7.0f), "ones [2,7] . ones [3,7]^T");
+  nd::waitall();
+  expect_error([&] { d.weight().set_data(w38); }, {"set_data", "[3,7]", "[3,8]"});
+  // A bias given while the weight is deferred is kept by the first forward pass.
+  nn::Dense e(2);
+  e.bias().set_data(nd::from_vector({5, 6}, {2}));
+  check_exact(e(nd::zeros({1, 4})).to_vector(), {5, 6}, "zero inputs: the bias given");
 }
 
 TEST_CASE("L2Loss is Gluon's, and SGD steps by lr * grad / batch_size", "[nn]") {

@@ -102,6 +102,10 @@ int put(NDArray a) {
     g_free.pop_back();
     g_slots[static_cast<std::size_t>(h)] = std::move(a);
   } else {
+    // release() must not allocate: it runs in delete() and in the FinalizationRegistry's
+    // callbacks, also once the heap is full (where a throw escaped as a bare number and ended
+    // Node). So the free list has room for every slot before a slot is added.
+    if (g_free.capacity() < g_slots.size() + 1) g_free.reserve(2 * g_slots.size() + 16);
     h = static_cast<int>(g_slots.size());
     g_slots.push_back(std::move(a));
   }

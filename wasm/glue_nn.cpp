@@ -31,14 +31,19 @@ std::vector<int> g_free_objects;
 int g_live_objects = 0;
 
 int put_object(std::unique_ptr<Object> o) {
-  ++g_live_objects;
   if (!g_free_objects.empty()) {
     const int id = g_free_objects.back();
     g_free_objects.pop_back();
     g_objects[static_cast<std::size_t>(id)] = std::move(o);
+    ++g_live_objects;
     return id;
   }
+  // nn_release must not allocate (as glue.cpp's release): room in the free list comes first.
+  if (g_free_objects.capacity() < g_objects.size() + 1) {
+    g_free_objects.reserve(2 * g_objects.size() + 16);
+  }
   g_objects.push_back(std::move(o));
+  ++g_live_objects;
   return static_cast<int>(g_objects.size()) - 1;
 }
 

@@ -27,7 +27,8 @@
 // Gradient conventions: relu'(0) = 0; max sends the gradient to every element equal to the
 // maximum (ties all get it, as MXNet does); norm's gradient x/|x| is NaN at x = 0; gradients
 // through broadcasting are summed back to the input's shape. In-place updates (+=, ...) of an
-// array that takes part in a recording throw while recording; an array updated in place after it
+// array that takes part in a recording throw while recording, through a reshaped view of it too,
+// and so does an in-place update that reads one; an array updated in place after it
 // was recorded and before backward gives gradients computed from its new values (no version
 // check). Higher-order gradients are not supported: backward itself is never recorded.
 //

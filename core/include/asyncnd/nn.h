@@ -60,7 +60,9 @@ class Parameter {
   // Makes the data on `device`: `shape` must fill the unknown dimensions. Attaches the gradient.
   // Queued.
   void initialize(const Shape& shape, const Init& init, Device device = {});
-  // Replaces the values (same shape) and attaches a fresh gradient.
+  // Replaces the values and attaches a fresh gradient. The values must have the parameter's
+  // shape; while its data is deferred, its number of dimensions and every dimension already
+  // known (set_data then initialises it). Throws asyncnd::Error naming both shapes otherwise.
   void set_data(const NDArray& values);
 
   struct State;  // internal
@@ -86,6 +88,7 @@ class Block {
   explicit Block(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
  protected:
+  friend class Sequential;  // add() looks inside the block it is given, for a cycle
   std::shared_ptr<Impl> impl_;
 };
 
@@ -107,7 +110,7 @@ class Sequential : public Block {
  public:
   Sequential();
   // Appends a block (shared, not copied). Returns *this for chaining. Throws asyncnd::Error for
-  // an empty handle.
+  // an empty handle, and for this network or a network that contains it (a cycle).
   Sequential& add(const Block& block);
   std::size_t size() const;
 };
@@ -130,12 +133,14 @@ class L2Loss {
 // Plain SGD: w -= lr * grad / batch_size for every parameter, in place through the engine.
 class SGD {
  public:
+  // Throws asyncnd::Error for an empty parameter handle, and for a learning rate that is NaN or
+  // infinite (as set_learning_rate does).
   SGD(std::vector<Parameter> params, float learning_rate);
   // Queues one update per parameter; returns at once. Throws asyncnd::Error (queuing nothing) if
   // batch_size <= 0 or a parameter is not initialised yet.
   void step(std::int64_t batch_size);
   float learning_rate() const { return lr_; }
-  void set_learning_rate(float lr) { lr_ = lr; }
+  void set_learning_rate(float lr);
   const std::vector<Parameter>& parameters() const { return params_; }
 
  private:

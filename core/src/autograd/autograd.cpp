@@ -66,10 +66,19 @@ NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> 
 
 void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other) {
   if (!t_recording) return;
-  if (needs_grad(target.autograd_info_if_any()) ||
-      (other && needs_grad(other->autograd_info_if_any())))
-    throw Error(std::string(op) + ": in-place update of an array that autograd is recording (" +
-                shape_str(target.shape()) +
+  // A reshaped view has autograd state of its own, but its storage is its base's: writing
+  // through a view made outside the recording (or under Pause) changes values the base's
+  // gradients read, so the base's state counts too.
+  const auto of_storage = [](const NDArray& a) -> const AutogradInfo* {
+    return a.chunk() ? a.chunk()->ag.load(std::memory_order_acquire) : nullptr;
+  };
+  const bool view_of_recorded = !needs_grad(target.autograd_info_if_any()) &&
+                                needs_grad(of_storage(target));
+  if (needs_grad(target.autograd_info_if_any()) || view_of_recorded ||
+      (other && (needs_grad(other->autograd_info_if_any()) || needs_grad(of_storage(*other)))))
+    throw Error(std::string(op) + ": in-place update of " +
+                (view_of_recorded ? "a view of an array" : "an array") +
+                " that autograd is recording (" + shape_str(target.shape()) +
                 "); autograd cannot differentiate it: compute a new array instead (y = y + x)");
 }
 

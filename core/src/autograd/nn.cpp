@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "asyncnd/autograd.h"
 #include "asyncnd/ops.h"
@@ -84,9 +86,18 @@ void Parameter::set_data(const NDArray& values) {
   static const char* kOp = "Parameter::set_data";
   state_of(s_, kOp);
   detail::check_defined(kOp, values);
-  if (s_->data.defined() && values.shape() != s_->shape)
+  // Deferred (data not made yet): the dimensions already known must match, 0 being unknown. A
+  // Dense weight of any shape was taken here before, and the layer then ran with it.
+  bool fits = values.shape().size() == s_->shape.size();
+  for (std::size_t i = 0; fits && i < s_->shape.size(); ++i) {
+    const bool known = s_->data.defined() || s_->shape[i] != 0;
+    fits = !known || values.shape()[i] == s_->shape[i];
+  }
+  if (!fits)
     throw Error(std::string(kOp) + ": parameter '" + s_->name + "' has shape " +
-                shape_str(s_->shape) + ", got values of shape " + shape_str(values.shape()));
+                shape_str(s_->shape) +
+                (s_->data.defined() ? "" : " (0: not known until the first forward pass)") +
+                ", got values of shape " + shape_str(values.shape()));
   autograd::Pause pause;  // a copy, never part of a graph
   NDArray v = values.copy();
   v.attach_grad();
@@ -141,12 +152,13 @@ struct DenseImpl : Block::Impl {
         throw Error(std::string(kOp) + ": layer made for " + std::to_string(weight.shape()[1]) +
                     " inputs, got " + shape_str(x_in.shape()));
       weight.initialize({units, in_units}, init, x.device());
-      if (bias.defined()) bias.initialize({units}, init, x.device());
     } else if (weight.shape()[1] != in_units) {
       throw Error(std::string(kOp) + ": layer has " + std::to_string(weight.shape()[1]) +
                   " inputs (weight " + shape_str(weight.shape()) + "), got " +
                   shape_str(x_in.shape()));
     }
+    // Apart from the weight: either may have been given by set_data, the other still deferred.
+    if (bias.defined() && !bias.initialized()) bias.initialize({units}, init, x.device());
     NDArray y = nd::dot(x, weight.data(), false, true);
     if (bias.initialized()) y = y + bias.data();
     if (activation == "relu") return nd::relu(y);
@@ -207,6 +219,22 @@ Sequential::Sequential() : Block(std::make_shared<SequentialImpl>()) {}
 
 Sequential& Sequential::add(const Block& block) {
   if (!block.defined()) throw Error("Sequential::add: empty block handle");
+  // A network inside itself made forward and parameters() recurse until the stack overflowed.
+  // Each block is looked at once, however many networks share it.
+  std::vector<const Impl*> todo{block.impl_.get()};
+  std::unordered_set<const Impl*> seen;
+  while (!todo.empty()) {
+    const Impl* b = todo.back();
+    todo.pop_back();
+    if (b == impl_.get()) {
+      throw Error("Sequential::add: the block is this network or contains it (a cycle): a "
+                  "network cannot contain itself");
+    }
+    if (!seen.insert(b).second) continue;
+    if (const auto* s = dynamic_cast<const SequentialImpl*>(b)) {
+      for (const Block& c : s->blocks) todo.push_back(c.impl_.get());
+    }
+  }
   static_cast<SequentialImpl&>(*impl_).blocks.push_back(block);
   return *this;
 }
@@ -241,11 +269,25 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
 
 // ---- SGD ----------------------------------------------------------------------------------
 
+namespace {
+void check_learning_rate(const char* op, float lr) {
+  if (!std::isfinite(lr)) {
+    throw Error(std::string(op) + ": the learning rate must be finite, got " + std::to_string(lr));
+  }
+}
+}  // namespace
+
 SGD::SGD(std::vector<Parameter> params, float learning_rate)
     : params_(std::move(params)), lr_(learning_rate) {
+  check_learning_rate("SGD", learning_rate);
   for (const Parameter& p : params_)
     if (!p.defined())
       throw Error("SGD: empty parameter handle in the list");
+}
+
+void SGD::set_learning_rate(float lr) {
+  check_learning_rate("SGD::set_learning_rate", lr);
+  lr_ = lr;
 }
 
 void SGD::step(std::int64_t batch_size) {
