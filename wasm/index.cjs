@@ -504,6 +504,10 @@ function makeApi(M, threads, simd) {
     fromArray(data, shape) {
       let values;
       if (ArrayBuffer.isView(data)) {
+        // A DataView read as an empty array, and BigInt arrays failed inside Float32Array.from.
+        if (data instanceof DataView || data instanceof BigInt64Array || data instanceof BigUint64Array) {
+          throw new TypeError(`fromArray: expected a typed array of numbers, got a ${data.constructor.name}`);
+        }
         values = data instanceof Float32Array ? data : Float32Array.from(data);
       } else if (Array.isArray(data)) {
         // Nested arrays give their own shape; a shape given with them reshapes the values (the
@@ -613,7 +617,12 @@ function makeApi(M, threads, simd) {
       // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
       // workers catch up. Replaces both bounds, the default ones included (see resetMaxInflight).
       // A bound is a 32-bit size in WebAssembly: at most 2^32 - 1.
-      setMaxInflight({ ops = 0, bytes = 0 } = {}) {
+      setMaxInflight(bounds = {}) {
+        // setMaxInflight(5) destructured to { ops: 0, bytes: 0 }: both bounds silently removed.
+        if (typeof bounds !== 'object' || bounds === null) {
+          throw new Error(`setMaxInflight: expected an object { ops, bytes }, got ${show(bounds)}`);
+        }
+        const { ops = 0, bytes = 0 } = bounds;
         intArg('setMaxInflight', 'ops', ops, 0, 0xffffffff);
         intArg('setMaxInflight', 'bytes', bytes, 0, 0xffffffff);
         check(M.setMaxInflight(ops, bytes));
@@ -742,7 +751,7 @@ function makeApi(M, threads, simd) {
       // learnt at the first forward pass), init ('uniform' U(-scale, scale), 'normal' N(0, scale),
       // 'xavier'), scale (0.07 uniform, 0.01 normal).
       constructor(units, activation = '', { useBias = true, inUnits = 0, init = 'uniform', scale } = {}) {
-        if (!(init in INIT)) throw new Error(`nn.Dense: init must be 'uniform', 'normal' or 'xavier', got '${init}'`);
+        if (!Object.prototype.hasOwnProperty.call(INIT, init)) throw new Error(`nn.Dense: init must be 'uniform', 'normal' or 'xavier', got '${init}'`);
         if (scale === undefined) scale = init === 'normal' ? 0.01 : 0.07;
         intArg('nn.Dense', 'units', units, 1, Number.MAX_SAFE_INTEGER);
         intArg('nn.Dense', 'inUnits', inUnits, 0, Number.MAX_SAFE_INTEGER);
@@ -800,7 +809,9 @@ function makeApi(M, threads, simd) {
     class L2Loss {
       constructor(weight = 1) { this.weight = numArg('nn.L2Loss', 'weight', weight); }
       forward(pred, label) {
-        return wrap(M.nnL2Loss(this.weight, asArray(pred, 'L2Loss'), asArray(label, 'L2Loss')));
+        // Checked here too: weight is a plain property ('x' gave NaN losses, null zeros).
+        const weight = numArg('nn.L2Loss', 'weight', this.weight);
+        return wrap(M.nnL2Loss(weight, asArray(pred, 'L2Loss'), asArray(label, 'L2Loss')));
       }
       call(pred, label) { return this.forward(pred, label); }
       delete() {}
@@ -1042,6 +1053,7 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
     options.wasmBinary = require('fs').readFileSync(nodeModulePath(moduleUrl, variant).replace(/\.js$/, '.wasm'));
   }
   const M = await factory(options);
+  const workers = () => M.PThread.unusedWorkers.concat(M.PThread.runningWorkers);
   if (isNode) {
     // The module has its own environment: hand it the bounds' overrides before the engine starts.
     for (const k of ['ASYNCND_MAX_INFLIGHT_BYTES', 'ASYNCND_MAX_INFLIGHT_OPS']) {
@@ -1049,10 +1061,16 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
     }
   }
   M.setEnv('ASYNCND_CPU_PACING', pacing);  // read with the worker count when the engine starts
-  if (M.init(threads) < 0) throw new Error(M.takeError());
+  if (M.init(threads) < 0) {
+    // A bad ASYNCND_MAX_INFLIGHT_* value, say: the module is dropped, and so are its workers,
+    // which kept Node alive after the rejection (and each failed load kept a module's worth).
+    const error = new Error(M.takeError());
+    for (const w of workers()) w.terminate();
+    throw error;
+  }
   if (isNode) {
     // The engine's workers live as long as the module; they must not keep the process alive.
-    for (const w of M.PThread.unusedWorkers.concat(M.PThread.runningWorkers)) {
+    for (const w of workers()) {
       if (typeof w.unref === 'function') w.unref();
     }
   }
@@ -1070,6 +1088,9 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
 // Loading again with the same thread count, moduleUrl, module and pacing gives the same instance;
 // otherwise a separate module with its own engine and arrays.
 function load(options = {}) {
+  if (options === null || typeof options !== 'object') {
+    return Promise.reject(new TypeError(`load: options must be an object, got ${show(options)}`));
+  }
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));

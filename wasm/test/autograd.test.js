@@ -212,6 +212,19 @@ test('errors from autograd and nn are JS Errors with the message from C++', asyn
   const s = nd.nn.Sequential();
   assert.throws(() => s.add(s), /itself/);
   assert.throws(() => s.add({}), TypeError);
+  // A cycle through another network: forward recursed until V8's stack overflowed, leaving a push
+  // half done, and the next waitAll hung.
+  const inner = nd.nn.Sequential();
+  s.add(inner);
+  assert.throws(() => inner.add(s), /Sequential::add: the block is this network or contains it/);
+  assert.equal(inner.size, 0);
+  inner.delete();
+  // init looked up with `in`, which walks the prototype chain ('toString' was taken as uniform).
+  assert.throws(() => nd.nn.Dense(2, '', { init: 'toString' }), /nn.Dense: init must be/);
+  const loss = nd.nn.L2Loss();
+  loss.weight = 'x';  // a plain property: checked at forward (it gave NaN losses)
+  nd.tidy(() => assert.throws(() => loss.forward(nd.ones([2, 1]), nd.ones([2, 1])),
+                              /nn.L2Loss: weight must be a number, got 'x'/));
   d.delete();
   nd.tidy(() => assert.throws(() => d.forward(nd.ones([1])), /deleted/));
   assert.throws(() => nd.tidy(() => nd.nn.L2Loss().forward(nd.ones([2, 3]), nd.ones([4]))), /L2Loss|broadcast/);

@@ -128,6 +128,23 @@ test('full with a fill value that is not a number is an Error naming full', asyn
   });
 });
 
+test('typed arrays that are not numbers and bounds that are not an object are refused', async () => {
+  const nd = await loading;
+  // A DataView read as an empty array; a BigInt64Array failed inside Float32Array.from.
+  assert.throws(() => nd.fromArray(new DataView(new ArrayBuffer(16))),
+                { name: 'TypeError', message: 'fromArray: expected a typed array of numbers, got a DataView' });
+  assert.throws(() => nd.fromArray(new BigInt64Array(2)), /^TypeError: fromArray: .* got a BigInt64Array$/);
+  // setMaxInflight(5) destructured to { ops: 0, bytes: 0 }: both bounds went, silently.
+  const before = nd.engine.stats();
+  refused(nd, () => nd.engine.setMaxInflight(5), /^setMaxInflight: expected an object \{ ops, bytes \}, got 5$/);
+  refused(nd, () => nd.engine.setMaxInflight(null), /got null$/);
+  const after = nd.engine.stats();
+  assert.deepEqual([after.maxInflightOps, after.maxInflightBytes], [before.maxInflightOps, before.maxInflightBytes]);
+  // load(null) threw at the call instead of rejecting.
+  const asyncnd = require('..');
+  await assert.rejects(() => asyncnd.load(null), { name: 'TypeError', message: 'load: options must be an object, got null' });
+});
+
 test('fromArray count errors name fromArray', async () => {
   const nd = await loading;
   refused(nd, () => nd.fromArray([1, 2, 3], [2, 2]), /^fromArray: 3 values do not fill shape \[2,2\] \(4 elements\)$/);

@@ -78,6 +78,15 @@ test('ASYNCND_MAX_INFLIGHT_BYTES / _OPS override the defaults in Node; bad value
     })();`;
   const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim().split('\n').pop());
   assert.deepEqual(out.good, [0, 1e6, 'env']);
+  // A failed load drops its module's workers: they kept Node alive after the rejection. This child
+  // ends by itself (no process.exit), within the timeout.
+  const alone = `
+    require(${JSON.stringify(path.join(__dirname, '..'))}).load({ threads: 2 })
+      .then(() => console.log('loaded'), (e) => console.log('rejected: ' + e.message));`;
+  const ended = execFileSync(process.execPath, ['-e', alone], {
+    encoding: 'utf8', timeout: 30000, env: { ...process.env, ASYNCND_MAX_INFLIGHT_BYTES: 'abc' },
+  });
+  assert.match(ended, /^rejected: ASYNCND_MAX_INFLIGHT_BYTES: expected .* got 'abc'/);
   for (const [key, message] of Object.entries(out)) {
     if (key === 'good') continue;
     const [name, value] = key.split('=');
