@@ -85,6 +85,14 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   CHECK(trainer.learning_rate() == 0.1f);
 }
 
+TEST_CASE("an empty batch flows through Dense and L2Loss", "[nn]") {
+  // Flattening [0,3,1] with reshape's -1 was ambiguous: the error named reshape, not the layer.
+  nn::Dense d(2, "relu", true, 3);
+  CHECK(d(nd::zeros({0, 3, 1})).shape() == Shape{0, 2});
+  CHECK(nn::L2Loss()(nd::zeros({0, 3}), nd::zeros({0, 3})).shape() == Shape{0});
+  nd::waitall();
+}
+
 TEST_CASE("set_data on a deferred parameter checks the dimensions already known", "[nn][errors]") {
   nn::Dense d(3);  // weight [3,0] and bias [3], deferred
   NDArray w57 = nd::ones({5, 7}), w3 = nd::ones({3}), w38 = nd::ones({3, 8});

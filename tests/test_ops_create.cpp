@@ -44,6 +44,11 @@ TEST_CASE("arange follows NumPy", "[ops][create]") {
     std::vector<float> want(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) want[i] = static_cast<float>(i);
     check_exact(big, want, "arange(n)");
+    // Counted from the arguments as given: rounded to float first, these counted 16777216, 8
+    // and 0 (and the last step was "zero").
+    CHECK(nd::arange(0, 16777217).size() == 16777217);
+    CHECK(nd::arange(1e8, 1e8 + 10).size() == 10);
+    expect_error([] { nd::arange(0, 1, 1e-46); }, {"arange", "too many elements"});
     expect_error([] { nd::arange(0, 1, 0); }, {"arange: step must be non-zero"});
     expect_error([] { nd::arange(0, std::numeric_limits<float>::infinity()); },
                  {"arange: start, stop and step must be finite", "stop=inf"});

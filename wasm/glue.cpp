@@ -197,7 +197,7 @@ int full(val shape, float value) {
 }
 int arange(double start, double stop, double step) {
   return make([&] {
-    return nd::arange(static_cast<float>(start), static_cast<float>(stop), static_cast<float>(step));
+    return nd::arange(start, stop, step);
   });
 }
 

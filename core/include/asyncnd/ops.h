@@ -16,9 +16,11 @@ NDArray empty(Shape shape, Device device = {});  // values unspecified
 NDArray zeros(Shape shape, Device device = {});
 NDArray ones(Shape shape, Device device = {});
 NDArray full(Shape shape, float value, Device device = {});
-// [start, stop) in steps of `step` (NumPy's arange); step must be non-zero.
-NDArray arange(float start, float stop, float step = 1.0f, Device device = {});
-NDArray arange(float stop);
+// [start, stop) in steps of `step` (NumPy's arange); step must be non-zero. The count and the
+// values are computed in double from the arguments as given, then the values rounded to float
+// (so arange(0, 16777217) has 16777217 elements, though float cannot tell the last two apart).
+NDArray arange(double start, double stop, double step = 1.0, Device device = {});
+NDArray arange(double stop);
 // Copies `values` (moved in, so no copy is made when passed an rvalue); their count must equal
 // the shape's size.
 NDArray from_vector(std::vector<float> values, Shape shape, Device device = {});

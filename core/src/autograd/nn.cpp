@@ -133,6 +133,20 @@ namespace {
 
 std::atomic<int> g_dense_count{0};  // names like Gluon's: dense0_weight, dense1_weight, ...
 
+// [batch, rest...] as [batch, product of rest], also for an empty batch (where reshape's -1 is
+// ambiguous, and the error named reshape rather than the layer).
+NDArray flatten_batch(const NDArray& x, const char* op) {
+  std::int64_t rest = 1;
+  for (std::size_t d = 1; d < x.shape().size(); ++d) {
+    // An empty batch may have other dimensions whose product overflows.
+    if (__builtin_mul_overflow(rest, x.shape()[d], &rest)) {
+      throw Error(std::string(op) + ": the dimensions after the batch's overflow int64: " +
+                  shape_str(x.shape()));
+    }
+  }
+  return x.reshape({x.shape()[0], rest});
+}
+
 struct DenseImpl : Block::Impl {
   std::int64_t units;
   std::string activation;
@@ -145,7 +159,7 @@ struct DenseImpl : Block::Impl {
       throw Error(std::string(kOp) + ": expects a batch of inputs [batch, ...], got " +
                   shape_str(x_in.shape()));
     // Gluon flattens every axis but the first.
-    NDArray x = x_in.ndim() == 2 ? x_in : x_in.reshape({x_in.shape()[0], -1});
+    NDArray x = x_in.ndim() == 2 ? x_in : flatten_batch(x_in, kOp);
     const std::int64_t in_units = x.shape()[1];
     if (!weight.initialized()) {
       if (weight.shape()[1] != 0 && weight.shape()[1] != in_units)
@@ -264,7 +278,7 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
   NDArray l = (d * d) * (0.5f * weight_);
   // Mean over every axis but the first: one value per example.
   if (l.ndim() == 1) return l;
-  return nd::mean(l.reshape({l.shape()[0], -1}), 1);
+  return nd::mean(flatten_batch(l, kOp), 1);
 }
 
 // ---- SGD ----------------------------------------------------------------------------------

@@ -51,25 +51,25 @@ NDArray full(Shape shape, float value, Device device) {
   return filled("full", std::move(shape), value, device);
 }
 
-NDArray arange(float start, float stop, float step, Device device) {
+NDArray arange(double start, double stop, double step, Device device) {
   static const char* kOp = "arange";
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw Error(std::string(kOp) + ": start, stop and step must be finite, got start=" +
                 num(start) + " stop=" + num(stop) + " step=" + num(step));
-  if (step == 0.0f) throw Error(std::string(kOp) + ": step must be non-zero");
+  if (step == 0.0) throw Error(std::string(kOp) + ": step must be non-zero");
   // Like NumPy: the count and the values are computed in double, then rounded to float.
-  const double count = std::ceil((static_cast<double>(stop) - start) / step);
+  const double count = std::ceil((stop - start) / step);
   if (count > 4e18) throw Error(std::string(kOp) + ": too many elements");
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   NDArray out = detail::new_array(kOp, {n}, device);
   if (n == 0) return out;
   detail::KernelCall c = detail::kernel_call(detail::KernelCall::Kind::kArange, out);
-  c.arange = {static_cast<double>(start), static_cast<double>(step)};
+  c.arange = {start, step};
   detail::push_kernel(kOp, c, out, {});
   return out;
 }
 
-NDArray arange(float stop) { return arange(0.0f, stop, 1.0f); }
+NDArray arange(double stop) { return arange(0.0, stop, 1.0); }
 
 NDArray from_vector(std::vector<float> values, Shape shape, Device device) {
   static const char* kOp = "from_vector";

@@ -50,8 +50,8 @@ void seed(std::uint64_t s) {
 NDArray random_uniform(Shape shape, float lo, float hi, Device device) {
   static const char* kOp = "random_uniform";
   if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo) || hi < lo)
-    throw Error(std::string(kOp) + ": expects finite lo <= hi, got lo=" + num(lo) +
-                " hi=" + num(hi));
+    throw Error(std::string(kOp) + ": expects finite lo <= hi with hi - lo finite in float, " +
+                "got lo=" + num(lo) + " hi=" + num(hi));
   return make_random(kOp, detail::RandomDist::kUniform, std::move(shape), lo, hi - lo, device);
 }
 
