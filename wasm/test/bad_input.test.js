@@ -140,6 +140,10 @@ test('typed arrays that are not numbers and bounds that are not an object are re
   refused(nd, () => nd.engine.setMaxInflight(null), /got null$/);
   const after = nd.engine.stats();
   assert.deepEqual([after.maxInflightOps, after.maxInflightBytes], [before.maxInflightOps, before.maxInflightBytes]);
+  // The free functions' receivers: "a.transpose is not a function" named no op.
+  for (const op of ['transpose', 'reshape', 'broadcastTo', 'copyTo']) {
+    assert.throws(() => nd[op](5, [1]), { name: 'TypeError', message: `${op}: expected an NDArray, got number` });
+  }
   // load(null) threw at the call instead of rejecting.
   const asyncnd = require('..');
   await assert.rejects(() => asyncnd.load(null), { name: 'TypeError', message: 'load: options must be an object, got null' });
