@@ -296,6 +296,12 @@ TEST_CASE("EngineOptions out of range are an error naming the field and change n
 // Run by the test below in a child process, under a memory limit that leaves room for a few
 // dozen threads' stacks: an engine of 1000 workers cannot start them all.
 TEST_CASE("engine: workers that cannot start (child)", "[.][engine-start-child]") {
+  // Hidden tests still run where every test is run in one process ("~[gpu]"): there the memory
+  // limit and the alarm below would hold for the tests after this one.
+  if (std::getenv("ASYNCND_TEST_START_CHILD") == nullptr) {
+    SUCCEED("SKIPPED: run by the test below, in a child process");
+    return;
+  }
   ::alarm(60);  // the failure this checks was a hang
   Engine& eng = engine();
   const int workers = eng.num_workers();
@@ -332,7 +338,8 @@ TEST_CASE("an engine whose workers cannot all start throws and configure_engine 
   }
   int status = 0;
   const std::string out =
-      asyncnd_test::run_child("", "engine: workers that cannot start (child)", &status);
+      asyncnd_test::run_child("ASYNCND_TEST_START_CHILD=1", "engine: workers that cannot start (child)",
+                              &status);
   INFO(out);
   CHECK(status == 0);
   CHECK(out.find("child done") != std::string::npos);
