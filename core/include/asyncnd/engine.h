@@ -186,9 +186,9 @@ struct EngineOptions {
   Pacing cpu_pacing = Pacing::kAuto;  // the CPU pool's; a GPU's lone worker always takes runs
   // CPU chunk helpers, -1 to kMaxCpuThreads: threads that only run chunks of large parallel_for
   // loops (loops of kChunkHelperMinWork elements or more: a large map, reduction or random fill),
-  // never ops. -1 = one when cpu_workers is the default and leaves a core to the frontend (2 CPUs or more),
-  // else none; in WebAssembly always none (its threads come from a pool of fixed size). GEMMs
-  // already use that core (BLAS's threads use every CPU); with the helper, large maps do too.
+  // never ops. -1 = one when cpu_workers is the default and leaves a core to the frontend (2 CPUs
+  // or more), else none; in WebAssembly always none (its threads come from a pool of fixed size).
+  // GEMMs already use that core (BLAS's threads use every CPU); with the helper, large maps do too.
   int cpu_chunk_helpers = -1;
   // Reads ASYNCND_ENGINE (threaded|naive), ASYNCND_CPU_WORKERS, ASYNCND_CPU_HELPERS (a count:
   // cpu_chunk_helpers) and ASYNCND_CPU_PACING (auto|runs|ops) over the defaults above, and sets

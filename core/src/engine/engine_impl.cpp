@@ -51,14 +51,22 @@ static void check_options(const EngineOptions& o) {
       o.cpu_pacing != Pacing::kOps) {
     bad("cpu_pacing", static_cast<long long>(o.cpu_pacing), "Pacing::kAuto, kRuns or kOps");
   }
-  const std::string workers_range = "0 (the default) to " + std::to_string(kMaxCpuThreads);
-  if (o.cpu_workers < 0 || o.cpu_workers > kMaxCpuThreads) {
-    bad("cpu_workers", o.cpu_workers, workers_range.c_str());
-  }
-  const std::string helpers_range = "-1 (the default) to " + std::to_string(kMaxCpuThreads);
-  if (o.cpu_chunk_helpers < -1 || o.cpu_chunk_helpers > kMaxCpuThreads) {
-    bad("cpu_chunk_helpers", o.cpu_chunk_helpers, helpers_range.c_str());
-  }
+  // A count from its default (the lowest value) to kMaxCpuThreads.
+  auto count = [&](const char* field, int value, int lowest) {
+    if (value < lowest || value > kMaxCpuThreads) {
+      const std::string range = std::to_string(lowest) + " (the default) to " +
+                                std::to_string(kMaxCpuThreads);
+      bad(field, value, range.c_str());
+    }
+  };
+  count("cpu_workers", o.cpu_workers, 0);
+  count("cpu_chunk_helpers", o.cpu_chunk_helpers, -1);
+}
+
+// On a thread that runs an op: a threaded engine's worker, or an op the naive engine runs inside
+// push (where waiting for what was pushed would wait for the op itself).
+bool EngineImpl::inside_op() const {
+  return (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0;
 }
 
 EngineImpl::EngineImpl(EngineOptions options) {
@@ -123,12 +131,12 @@ void EngineImpl::stop() {
 }
 
 void EngineImpl::reconfigure(EngineOptions options) {
-  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
+  if (inside_op()) {
     throw Error("configure_engine: called from inside an op; it would stop its own worker");
   }
+  check_options(options);
   // An earlier op's failure does not stop the reconfiguration: it is applied, then the failure is
   // reported (as waitall would have), so one call both configures and reports.
-  check_options(options);
   std::exception_ptr failure;
   try {
     waitall();
@@ -822,7 +830,7 @@ void EngineImpl::wait_to_read(const Var& var) {
   check_var(v, "wait_to_read", "the");
   // The naive engine could wait here (what it ran is done, but for the op inside which it would
   // wait): it refuses too, so that a program behaves the same with either engine kind.
-  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
+  if (inside_op()) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
   // Also when nothing is pending: a thread that reads results makes its next push urgent.
@@ -881,8 +889,7 @@ void EngineImpl::wait_to_read(const Var& var) {
 }
 
 void EngineImpl::waitall() {
-  // The naive engine runs an op inside push: waiting for everything pushed would wait for itself.
-  if ((Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0) {
+  if (inside_op()) {
     throw Error("waitall: called from inside an op; it would deadlock the worker");
   }
   // Done when, at one instant, everything pushed has finished: that includes ops that running

@@ -391,6 +391,8 @@ class EngineImpl {
   void start(const EngineOptions& options);  // makes the CPU pool
   void stop();                               // joins all pools (queues must be empty)
   void reconfigure(EngineOptions options);
+  // This thread runs an op of this engine: waits and reconfiguration from it are refused.
+  bool inside_op() const;
 
   EngineKind kind() const { return kind_; }
   int num_workers(Device device);
