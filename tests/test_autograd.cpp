@@ -285,3 +285,77 @@ TEST_CASE("recording is per thread", "[autograd]") {
   CHECK(autograd::is_recording());
   CHECK_FALSE(other);
 }
+
+// Autograd keeps the arrays a gradient reads, not copies of their values: an array changed in
+// place after it was recorded (after the Record scope, or one that needs no gradient, or the
+// base of a recorded view) would make backward compute with the new values. Backward refuses.
+TEST_CASE("backward refuses values that were changed in place after they were recorded",
+          "[autograd][errors]") {
+  SECTION("a parameter changed after the recording, before backward") {
+    NDArray x = nd::from_vector({1, 2, 3}, {3});
+    x.attach_grad();
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = (x * x).sum();
+    }
+    x += 1.0f;  // outside the recording: allowed, but y's gradient reads x
+    expect_error([&] { y.backward(); },
+                 {"backward", "mul", "[3]", "changed in place", "after it was recorded"});
+    // A count of writes, not a comparison of values: writing the old values back does not help.
+    x -= 1.0f;
+    expect_error([&] { y.backward(); }, {"backward", "changed in place"});
+    // Nothing was queued: a new recording from the same x works as before.
+    {
+      autograd::Record rec;
+      y = (x * x).sum();
+    }
+    y.backward();
+    check_exact(x.grad().to_vector(), {2, 4, 6}, "dy/dx = 2x");
+  }
+  SECTION("an input that needs no gradient, changed while recording") {
+    NDArray x = nd::from_vector({1, 2, 3}, {3});
+    NDArray a = nd::from_vector({2, 2, 2}, {3});
+    x.attach_grad();
+    NDArray product, sum;
+    {
+      autograd::Record rec;
+      product = (x * a).sum();
+      sum = (x + a).sum();
+      a *= 5.0f;  // a needs no gradient: the write is allowed, but d(product)/dx is a's old values
+    }
+    expect_error([&] { product.backward(); }, {"backward", "mul", "[3]", "changed in place"});
+    sum.backward();  // add's gradient reads no values: a change of a is fine there
+    check_exact(x.grad().to_vector(), {1, 1, 1}, "d(x + a)/dx");
+  }
+  SECTION("the base of a view that alone was recorded") {
+    NDArray x = nd::from_vector({1, 2, 3, 4}, {2, 2});
+    NDArray base = nd::from_vector({1, 1, 1, 1}, {4});
+    NDArray view = base.reshape({2, 2});
+    x.attach_grad();
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = (x * view).sum();
+    }
+    base += 3.0f;  // the base knows nothing of the recording; the storage does
+    expect_error([&] { y.backward(); }, {"backward", "mul", "[2,2]", "changed in place"});
+  }
+  SECTION("an output whose value the gradient reads") {
+    NDArray x = nd::from_vector({0, 1}, {2});
+    x.attach_grad();
+    NDArray e, y;
+    {
+      autograd::Record rec;
+      e = nd::exp(x);
+      y = e.sum();
+    }
+    NDArray alias = e.reshape({2});
+    {
+      autograd::Pause pause;
+      alias *= 2.0f;
+    }
+    expect_error([&] { y.backward(); }, {"backward", "exp", "[2]", "changed in place"});
+  }
+  nd::waitall();
+}

@@ -103,6 +103,29 @@ test('an MLP learns a small synthetic regression (Dense, Sequential, L2Loss, SGD
   y.delete();
 });
 
+// Autograd keeps the arrays a gradient reads, not copies: a trainer's step between the recording
+// and backward changed the second layer's weight under its graph, and the first layer's gradient
+// came out of the new weight. Backward refuses, and queues nothing.
+test('backward refuses weights that a trainer changed after they were recorded', async () => {
+  const nd = await loading;
+  const net = nd.nn.Sequential().add(nd.nn.Dense(4, 'relu', { inUnits: 3 }),
+                                     nd.nn.Dense(1, '', { inUnits: 4 }));
+  const loss = nd.nn.L2Loss();
+  const trainer = nd.nn.SGD(net, 0.1);
+  nd.tidy(() => {
+    const x = nd.ones([2, 3]), label = nd.ones([2, 1]);
+    const l = nd.autograd.record(() => loss.forward(net.forward(x), label).sum());
+    trainer.step(2);
+    assert.throws(() => l.backward(),
+      /backward: the gradient of dot reads its input 2 \[1,4\], which was changed in place after it was recorded/);
+    const again = nd.autograd.record(() => loss.forward(net.forward(x), label).sum());
+    again.backward();  // the order a training loop uses: record, backward, step
+    trainer.step(2);
+  });
+  trainer.delete();
+  net.delete();
+});
+
 test('Dense layers: explicit sizes, weight and bias parameters, data and setData', async () => {
   const nd = await loading;
   const d = nd.nn.Dense(2, '', { inUnits: 3, init: 'normal', scale: 0.5 });

@@ -26,11 +26,18 @@
 //
 // Gradient conventions: relu'(0) = 0; max sends the gradient to every element equal to the
 // maximum (ties all get it, as MXNet does); norm's gradient x/|x| is NaN at x = 0; gradients
-// through broadcasting are summed back to the input's shape. In-place updates (+=, ...) of an
-// array that takes part in a recording throw while recording, through a reshaped view of it too,
-// and so does an in-place update that reads one; an array updated in place after it
-// was recorded and before backward gives gradients computed from its new values (no version
-// check). Higher-order gradients are not supported: backward itself is never recorded.
+// through broadcasting are summed back to the input's shape. Higher-order gradients are not
+// supported: backward itself is never recorded.
+//
+// In place: the graph keeps arrays, not copies of their values. An in-place update (+=, ...,
+// nn::SGD's step) of an array that takes part in a recording throws while recording, through a
+// reshaped view of it too, and so does an in-place update that reads one. Any other in-place
+// write of an array whose values a recorded gradient reads (after the Record scope, of an array
+// that needs no gradient, through another view of its storage) is counted, and backward() then
+// throws before queuing anything, naming the op and the array ("the gradient of mul reads its
+// input 2 [3], which was changed in place after it was recorded"), as PyTorch's version counters
+// do. A write the gradient does not read (an operand of add) is fine. Record, backward, then
+// update: the order a training loop uses.
 //
 // Thread safety: recording is per thread. One graph must be built and backpropagated from one
 // thread at a time.

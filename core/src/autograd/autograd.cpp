@@ -60,6 +60,9 @@ NDArray record_op(GradOp op, NDArray out, std::initializer_list<const NDArray*> 
   node->attrs = attrs;
   node->out_chunk = out.chunk();
   node->out_shape = out.shape();
+  std::size_t i = 0;  // invariant: inputs.size() <= 2 (every differentiable op's arity)
+  for (const NDArray* in : inputs) node->versions[i++] = in->chunk()->version.load();
+  node->out_version = out.chunk()->version.load();
   out.autograd_info().node = std::move(node);
   return out;
 }
@@ -72,9 +75,9 @@ void check_inplace_allowed(const char* op, const NDArray& target, const NDArray*
   const auto of_storage = [](const NDArray& a) -> const AutogradInfo* {
     return a.chunk() ? a.chunk()->ag.load(std::memory_order_acquire) : nullptr;
   };
-  const bool view_of_recorded = !needs_grad(target.autograd_info_if_any()) &&
-                                needs_grad(of_storage(target));
-  if (needs_grad(target.autograd_info_if_any()) || view_of_recorded ||
+  const bool own = needs_grad(target.autograd_info_if_any());
+  const bool view_of_recorded = !own && needs_grad(of_storage(target));
+  if (own || view_of_recorded ||
       (other && (needs_grad(other->autograd_info_if_any()) || needs_grad(of_storage(*other)))))
     throw Error(std::string(op) + ": in-place update of " +
                 (view_of_recorded ? "a view of an array" : "an array") +
@@ -128,6 +131,35 @@ bool set_recording(bool on) {
   return prev;
 }
 
+namespace {
+
+// Autograd keeps the arrays a gradient reads, not copies of their values: one written in place
+// since the node was recorded (after the Record scope, one that needs no gradient, or through
+// another view of its storage, which the in-place check cannot see) would give a wrong gradient.
+// As PyTorch's version counters do, backward refuses it, before anything is queued.
+void check_unchanged(const detail::Node& node) {
+  const unsigned reads = detail::grad_reads(node);
+  const auto refuse = [&](const std::string& what, const Shape& shape) {
+    const char* name = detail::grad_op_name(node.op);
+    throw Error(std::string("backward: the gradient of ") + name + " reads its " + what + " " +
+                shape_str(shape) + ", which was changed in place after it was recorded; "
+                "autograd keeps the array, not a copy of its values: compute a new array instead "
+                "(a = a * 2), or change it before recording or after backward");
+  };
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    if ((reads & (1u << i)) && node.inputs[i].chunk()->version.load() != node.versions[i]) {
+      refuse(node.inputs.size() > 1 ? "input " + std::to_string(i + 1) : "input",
+             node.inputs[i].shape());
+    }
+  }
+  if (reads & detail::kReadsOutput) {
+    const std::shared_ptr<detail::Chunk> out = node.out_chunk.lock();
+    if (out && out->version.load() != node.out_version) refuse("output", node.out_shape);
+  }
+}
+
+}  // namespace
+
 void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
   static const char* kOp = "backward";
   using detail::AutogradInfo;
@@ -178,6 +210,7 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
       if (state.emplace(in, 1).second) stack.emplace_back(in, 0);
       continue;
     }
+    if (node) check_unchanged(*node);
     state[info] = 2;
     order.push_back(info);
     stack.pop_back();

@@ -187,6 +187,67 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
   return r;
 }
 
+const char* grad_op_name(GradOp op) {
+  static constexpr const char* kNames[] = {
+#define ASYNCND_GRAD_ONE(name, Name) #name,
+#define ASYNCND_GRAD_BINARY(name, Name) #name, #name, #name,
+      ASYNCND_UNARY_OPS(ASYNCND_GRAD_ONE) ASYNCND_BINARY_OPS(ASYNCND_GRAD_BINARY)
+          ASYNCND_REDUCE_OPS(ASYNCND_GRAD_ONE) ASYNCND_OTHER_OPS(ASYNCND_GRAD_ONE)
+#undef ASYNCND_GRAD_ONE
+#undef ASYNCND_GRAD_BINARY
+  };
+  return kNames[static_cast<std::size_t>(op)];
+}
+
+// What node_backward above reads of each case's arrays, beyond shapes: keep the two in step.
+unsigned grad_reads(const Node& node) {
+  constexpr unsigned kA = 1u, kB = 2u, kOut = kReadsOutput;
+  const bool n0 = node.needs[0] != 0, n1 = node.needs.size() > 1 && node.needs[1] != 0;
+  switch (node.op) {
+    case GradOp::kAdd:
+    case GradOp::kSub:
+    case GradOp::kAddScalar:
+    case GradOp::kRAddScalar:
+    case GradOp::kSubScalar:
+    case GradOp::kRSubScalar:
+    case GradOp::kNeg:
+    case GradOp::kMulScalar:
+    case GradOp::kRMulScalar:
+    case GradOp::kDivScalar:
+    case GradOp::kTranspose:
+    case GradOp::kReshape:
+    case GradOp::kBroadcastTo:
+    case GradOp::kSum:
+    case GradOp::kMean:
+    case GradOp::kCopyTo:
+      return 0;
+    case GradOp::kMul:
+    case GradOp::kDot:  // each input's gradient is a product with the other input
+      return (n0 ? kB : 0) | (n1 ? kA : 0);
+    case GradOp::kDiv:
+      return (n0 ? kB : 0) | (n1 ? kB | kOut : 0);
+    case GradOp::kPow:
+      return (n0 ? kA | kB : 0) | (n1 ? kA | kOut : 0);
+    case GradOp::kPowScalar:
+      return node.attrs.scalar == 1.0f ? 0 : kA;
+    case GradOp::kRDivScalar:
+    case GradOp::kNorm:
+    case GradOp::kMax:
+      return kA | kOut;
+    case GradOp::kLog:
+    case GradOp::kRelu:
+    case GradOp::kAbs:
+      return kA;
+    case GradOp::kRPowScalar:
+    case GradOp::kExp:
+    case GradOp::kSqrt:
+    case GradOp::kSigmoid:
+    case GradOp::kTanh:
+      return kOut;
+  }
+  return kA | kB | kOut;  // unreachable: -Wswitch names a missing case
+}
+
 void dot_grad_into(const Node& node, std::size_t i, const NDArray& g, NDArray& into) {
   const DotGrad d = dot_grad(node, i, g);
   dot_into(into, d.p, d.q, d.tp, d.tq);

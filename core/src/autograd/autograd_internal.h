@@ -55,6 +55,10 @@ struct Node {
   std::vector<char> needs;  // per input: does a gradient flow to it
   std::weak_ptr<Chunk> out_chunk;
   Shape out_shape;
+  // Chunk::version of each input's storage (an op has one or two inputs) and of the output's,
+  // when the op was recorded.
+  std::uint32_t versions[2] = {0, 0};
+  std::uint32_t out_version = 0;
 };
 
 // Per array: its autograd state. For an array made by an op it lives in the Chunk; a reshaped
@@ -86,6 +90,14 @@ __attribute__((always_inline)) inline NDArray recorded(GradOp op, NDArray out,
 // Throws asyncnd::Error naming `op` when recording and `target` (written in place) or `other`
 // (may be null) takes part in a recorded graph: autograd cannot see in-place updates.
 void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other);
+
+// The public op a node records, for messages ("mul" for kMul, kMulScalar and kRMulScalar).
+const char* grad_op_name(GradOp op);
+
+// Which values the gradient of `node` reads: bit i for input i, kReadsOutput for the output.
+// Backward refuses a node whose read arrays were written in place since it was recorded.
+constexpr unsigned kReadsOutput = 1u << 2;
+unsigned grad_reads(const Node& node);
 
 // The input gradients of `node` given the gradient `g` of its output; undefined arrays where no
 // gradient flows. Queues ops like any other; never blocks.

@@ -25,6 +25,10 @@ struct Chunk {
   // use: arrays that autograd never sees (most of them) pay one null pointer.
   std::atomic<AutogradInfo*> ag{nullptr};
   AutogradInfo& autograd();
+  // In-place writes queued on this storage (through the array or any of its views), counted when
+  // they are pushed: a recorded node keeps the count of each array its gradient reads, and
+  // backward refuses an array written since (bump_version; autograd.cpp).
+  std::atomic<std::uint32_t> version{0};
 
   // Allocates `bytes` on `device` through its backend and counts them in the engine's stats.
   // Throws asyncnd::Error naming `op` if the device does not exist or the allocation fails.
@@ -36,6 +40,11 @@ struct Chunk {
   Chunk(const Chunk&) = delete;
   Chunk& operator=(const Chunk&) = delete;
 };
+
+// An in-place write of `target`'s storage is being queued (Chunk::version).
+inline void bump_version(const NDArray& target) {
+  target.chunk()->version.fetch_add(1, std::memory_order_relaxed);
+}
 
 // A chunk for `elements` floats.
 std::shared_ptr<Chunk> new_chunk(Device device, std::int64_t elements, const char* op);

@@ -145,6 +145,7 @@ void inplace(const char* op, NDArray& target, const NDArray& b, Map m) {
     throw Error(std::string(op) + ": cannot broadcast " + shape_str(b.shape()) +
                 " into the target's shape " + shape_str(target.shape()));
   PlanPtr plan = plan_for(op, target.shape(), b.shape(), target.shape());
+  detail::bump_version(target);
   queue_binary(op, target, b, target, std::move(plan), m, true);
 }
 
@@ -152,6 +153,7 @@ void inplace_scalar(const char* op, NDArray& target, float v, MapFn fn) {
   detail::check_defined(op, target);
   detail::check_inplace_allowed(op, target, nullptr);
   if (target.size() == 0) return;
+  detail::bump_version(target);
   KernelCall c = detail::kernel_call(KernelCall::Kind::kMap, target, &target);
   c.map = {fn, MapForm::kScalarRight, v};
   detail::push_kernel(op, c, target, {}, false);

@@ -61,6 +61,7 @@ NDArray matrix_product(const char* op, const NDArray& a, const NDArray& b, bool 
 namespace detail {
 
 void dot_into(NDArray& out, const NDArray& a, const NDArray& b, bool ta, bool tb) {
+  bump_version(out);
   nd::push_gemm("dot", out, a, b, ta, tb, false);
 }
 
