@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -121,6 +122,11 @@ TEST_CASE("an op's error surfaces at the wait and at waitall, dependents are ski
     CHECK_THROWS_WITH(eng.waitall(),
                       Catch::Contains("throws_int") && Catch::Contains("unknown exception"));
     CHECK_NOTHROW(eng.waitall());
+    // A kernel's own allocation (a GEMM's packing buffer) said only "std::bad_alloc".
+    Var bad3 = eng.new_var();
+    eng.push([] { throw std::bad_alloc(); }, {}, {bad3}, PushOptions{Device{}, 0, "packs"});
+    CHECK_THROWS_WITH(eng.wait_to_read(bad3),
+                      Catch::Contains("packs failed on cpu(0): out of memory (std::bad_alloc)"));
 
     // dep was poisoned too and nobody has waited on it yet: its error is still there.
     CHECK_THROWS_WITH(eng.wait_to_read(dep), Catch::Contains("kernel exploded"));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <new>
 #include <string>
 
 #include <emscripten/val.h>
@@ -20,6 +21,8 @@ template <class F, class R>
 R guarded(F&& f, R fail) {
   try {
     return f();
+  } catch (const std::bad_alloc&) {  // outside an array's storage, whose allocator names the op
+    store_error("out of WebAssembly memory (std::bad_alloc): the 2 GiB heap is full");
   } catch (const std::exception& e) {
     store_error(e.what());
   } catch (...) {

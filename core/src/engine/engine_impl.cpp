@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "asyncnd/detail/backend.h"
@@ -1101,6 +1102,8 @@ ErrorRef EngineImpl::wrap_error(const OprBlock* op, std::exception_ptr e) {
   std::string what;
   try {
     std::rethrow_exception(e);
+  } catch (const std::bad_alloc&) {  // a kernel's own buffer (a GEMM's packing): say what it was
+    what = "out of memory (std::bad_alloc)";
   } catch (const std::exception& ex) {
     what = ex.what();
   } catch (...) {
