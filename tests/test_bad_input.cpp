@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,21 @@ TEST_CASE("shape_size: overflow-safe, capped at the target's largest array", "[e
   CHECK_THROWS_WITH(shape_size({0, -1}), Catch::Contains("negative dimension"));
   CHECK(kMaxArrayElements * static_cast<std::int64_t>(sizeof(float)) <=
         static_cast<std::int64_t>(PTRDIFF_MAX));
+}
+
+TEST_CASE("an array has at most kMaxDims dimensions", "[errors][sizes]") {
+  // 3 000 dimensions of 1 overflowed the stack when printed in WebAssembly.
+  const Shape most(kMaxDims, 1), over(kMaxDims + 1, 1), far(3000, 1);
+  NDArray a = nd::ones(most);
+  CHECK(a.ndim() == static_cast<std::int64_t>(kMaxDims));
+  expect_error([&] { nd::ones(over); }, {"ones", "65 dimensions", "at most 64"});
+  expect_error([&] { nd::zeros(far); }, {"zeros", "3000 dimensions", "at most 64"});
+  expect_error([&] { a.reshape(over); }, {"reshape", "65 dimensions"});
+  expect_error([&] { nd::broadcast_to(a, over); }, {"broadcast_to", "65 dimensions"});
+  std::ostringstream printed;
+  printed << a;  // the deepest array prints
+  CHECK(printed.str().find("<NDArray 1x1x") != std::string::npos);
+  CHECK(a.sum().item() == 1.0f);
 }
 
 TEST_CASE("every op that makes a shape rejects one too large, queueing nothing", "[errors][sizes]") {

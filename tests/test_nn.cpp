@@ -85,6 +85,31 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   CHECK(trainer.learning_rate() == 0.1f);
 }
 
+TEST_CASE("networks nested 200 000 deep run and list their parameters and are freed", "[nn]") {
+  // forward, parameters() and the destructor recursed once per level: the stack overflowed
+  // (natively a crash; in WebAssembly a RangeError at about 2 000 levels, which leaked).
+  const int depth = static_cast<int>(asyncnd_test::scaled(200000, 20000));
+  nn::Dense first(2, "", true, 3), last(1, "", true, 2);
+  first.weight().set_data(nd::from_vector({1, 0, 0, 0, 1, 0}, {2, 3}));
+  last.weight().set_data(nd::from_vector({1, 1}, {1, 2}));
+  {
+    nn::Sequential top;
+    top.add(first);
+    nn::Sequential s = top;
+    for (int i = 0; i < depth; ++i) {
+      nn::Sequential inner;
+      s.add(inner);
+      s = inner;
+    }
+    s.add(last);
+    s = nn::Sequential();  // only top holds the chain now
+    CHECK(top.parameters().size() == 4);
+    check_exact(top(nd::from_vector({1, 2, 3}, {1, 3})).to_vector(), {3}, "(1 + 2) through the chain");
+  }  // the chain dies here, level by level
+  CHECK(first.weight().data().shape() == Shape{2, 3});  // the layers held elsewhere live on
+  nd::waitall();
+}
+
 TEST_CASE("an empty batch flows through Dense and L2Loss", "[nn]") {
   // Flattening [0,3,1] with reshape's -1 was ambiguous: the error named reshape, not the layer.
   nn::Dense d(2, "relu", true, 3);

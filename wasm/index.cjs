@@ -31,6 +31,17 @@ function show(v) {
     return typeof v;  // a Symbol, or an object whose toString throws
   }
 }
+// Whether an ArrayBuffer was detached (transferred). ArrayBuffer.prototype.detached is newer
+// than Node 20; a view of a detached buffer cannot be made.
+function isDetached(buffer) {
+  if ('detached' in buffer) return buffer.detached;
+  try {
+    new Uint8Array(buffer, 0, 0);
+    return false;
+  } catch (e) {
+    return true;
+  }
+}
 // An integer from lo to hi (a JavaScript number, not a string or a BigInt).
 function intArg(op, what, v, lo, hi) {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
@@ -398,8 +409,21 @@ function makeApi(M, threads, simd) {
     out.set(new Float32Array(M.wasmMemory.buffer, ptr, n));
     return out;
   }
+  // The JavaScript arrays nest() makes for an empty array with this shape: one per index of the
+  // dimensions before the first 0.
+  const kMaxEmptyNesting = 2 ** 24;
   function nest(flat, shape) {
     if (shape.length === 0) return flat[0];
+    if (flat.length === 0) {
+      // A non-empty array has fewer arrays than values; an empty one may ask for any number
+      // ([2**40, 0]: new Array threw RangeError; [1e9, 0] filled V8's heap, which ends the process).
+      let arrays = 1, count = 1;
+      for (let d = 0; d < shape.length - 1 && shape[d] > 0; ++d) arrays += (count *= shape[d]);
+      if (arrays > kMaxEmptyNesting) {
+        throw new Error(`toArray: the empty array ${show(shape)} would be ${arrays} nested JavaScript ` +
+                        `arrays (at most ${kMaxEmptyNesting}); its shape says all there is`);
+      }
+    }
     const build = (off, d) => {
       const out = new Array(shape[d]);
       const stride = shape.slice(d + 1).reduce((a, b) => a * b, 1);
@@ -507,6 +531,12 @@ function makeApi(M, threads, simd) {
         // A DataView read as an empty array, and BigInt arrays failed inside Float32Array.from.
         if (data instanceof DataView || data instanceof BigInt64Array || data instanceof BigUint64Array) {
           throw new TypeError(`fromArray: expected a typed array of numbers, got a ${data.constructor.name}`);
+        }
+        // A detached array (its buffer transferred to a worker) reads as empty, and Embind's copy
+        // then failed with its own TypeError.
+        if (data.length === 0 && isDetached(data.buffer)) {
+          throw new TypeError(`fromArray: the ${data.constructor.name}'s buffer is detached (transferred ` +
+                              'to a worker or by structuredClone): its values are gone');
         }
         values = data instanceof Float32Array ? data : Float32Array.from(data);
       } else if (Array.isArray(data)) {
@@ -797,11 +827,19 @@ function makeApi(M, threads, simd) {
         return this;
       }
       get size() { return check(M.nnSize(this._object('Sequential.size'))); }
+      // Networks nested thousands deep are released with a list, not by recursion (V8's stack).
       delete() {
-        const children = this._children;
-        this._children = [];
-        super.delete();
-        children.forEach((b) => b.delete());
+        const pending = [this];
+        while (pending.length > 0) {
+          const s = pending.pop();
+          const children = s._children;
+          s._children = [];
+          NnObject.prototype.delete.call(s);
+          for (const b of children) {
+            if (b instanceof Sequential) pending.push(b);
+            else b.delete();
+          }
+        }
       }
     }
 

@@ -126,6 +126,29 @@ test('backward refuses weights that a trainer changed after they were recorded',
   net.delete();
 });
 
+// forward, parameters and the destructor recursed once per level: V8's stack overflowed inside
+// the module at about 2 000 levels (a RangeError that left a push half done).
+test('networks nested 20 000 deep run, list their parameters, and are freed', async () => {
+  const nd = await loading;
+  const top = nd.nn.Sequential();
+  let s = top;
+  for (let i = 0; i < 20000; ++i) {
+    const inner = nd.nn.Sequential();
+    s.add(inner);  // top's delete() deletes the handles it was given, down the chain
+    s = inner;
+  }
+  const d = nd.nn.Dense(1, '', { inUnits: 2, useBias: false });
+  nd.tidy(() => d.weight.setData(nd.fromArray([1, 2], [1, 2])));
+  s.add(d);
+  nd.tidy(() => assert.deepEqual(top.forward(nd.ones([1, 2])).toArray(), [[3]]));
+  const params = top.parameters();
+  assert.deepEqual(params.map((p) => p.shape), [[1, 2]]);
+  params.forEach((p) => p.delete());
+  top.delete();
+  assert.ok(s.isDeleted && d.isDeleted);
+  await nd.waitAll();
+});
+
 test('Dense layers: explicit sizes, weight and bias parameters, data and setData', async () => {
   const nd = await loading;
   const d = nd.nn.Dense(2, '', { inUnits: 3, init: 'normal', scale: 0.5 });

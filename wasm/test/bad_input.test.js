@@ -44,6 +44,25 @@ test('shapes larger than wasm32 allows are an Error naming the op, and the modul
   });
 });
 
+// 3 000 dimensions of 1: toString overflowed the stack inside the module (RangeError, and the
+// heap it held leaked); an empty array of 2**40 rows: toArray's new Array threw RangeError, and
+// one of 1e9 rows filled V8's heap, which ends the process.
+test('dimensions beyond 64 and empty arrays with too many rows for toArray are an Error', async () => {
+  const nd = await loading;
+  refused(nd, () => nd.zeros(new Array(3000).fill(1)), /^zeros: a shape of 3000 dimensions: an array has at most 64$/);
+  nd.tidy(() => {
+    const deepest = nd.ones(new Array(64).fill(1));
+    assert.match(deepest.toString(), /^\[{64}1\]{64} <NDArray (1x){63}1 cpu\(0\)>$/);
+    refused(nd, () => deepest.reshape(new Array(65).fill(1)), /^reshape: a shape of 65 dimensions/);
+    for (const rows of [2 ** 40, 1e9]) {
+      const empty = nd.zeros([rows, 0]);
+      assert.throws(() => empty.toArray(),
+                    { message: new RegExp(`^toArray: the empty array \\[${rows},0\\] would be ${rows + 1} nested JavaScript arrays \\(at most 16777216\\)`) });
+    }
+    assert.deepEqual(nd.zeros([3, 0, 5]).toArray(), [[], [], []]);
+  });
+});
+
 test('integers outside int32 are refused, not wrapped by Embind', async () => {
   const nd = await loading;
   nd.tidy(() => {
@@ -134,6 +153,12 @@ test('typed arrays that are not numbers and bounds that are not an object are re
   assert.throws(() => nd.fromArray(new DataView(new ArrayBuffer(16))),
                 { name: 'TypeError', message: 'fromArray: expected a typed array of numbers, got a DataView' });
   assert.throws(() => nd.fromArray(new BigInt64Array(2)), /^TypeError: fromArray: .* got a BigInt64Array$/);
+  // A typed array whose buffer was transferred: Embind's copy failed with its own TypeError.
+  const moved = new Float32Array(4);
+  structuredClone(moved.buffer, { transfer: [moved.buffer] });
+  assert.throws(() => nd.fromArray(moved),
+                { name: 'TypeError', message: /^fromArray: the Float32Array's buffer is detached/ });
+  nd.tidy(() => assert.equal(nd.fromArray(new Float32Array(0)).size, 0));  // empty, not detached
   // setMaxInflight(5) destructured to { ops: 0, bytes: 0 }: both bounds went, silently.
   const before = nd.engine.stats();
   refused(nd, () => nd.engine.setMaxInflight(5), /^setMaxInflight: expected an object \{ ops, bytes \}, got 5$/);

@@ -23,9 +23,13 @@ std::string shape_str(const Shape& shape);
 // 2^63-1 bytes natively; memory usually runs out well before (then the op that asked throws).
 constexpr std::int64_t kMaxArrayElements =
     static_cast<std::int64_t>(PTRDIFF_MAX / static_cast<std::ptrdiff_t>(sizeof(float)));
+// The most dimensions an array may have (NumPy 2's limit). An array of 3 000 dimensions of 1
+// overflowed the stack when printed (in WebAssembly), and no computation needs that many.
+constexpr std::size_t kMaxDims = 64;
 // Product of the dimensions (1 for a scalar shape []), computed without overflow. Throws
-// asyncnd::Error for a negative dimension, or when the array would hold more than
-// kMaxArrayElements. Every op that makes an array checks its shape with it before queueing.
+// asyncnd::Error for more than kMaxDims dimensions, a negative dimension, or when the array would
+// hold more than kMaxArrayElements. Every op that makes an array checks its shape with it before
+// queueing (reshape, which makes a view, checks the same).
 std::int64_t shape_size(const Shape& shape);
 
 namespace detail {

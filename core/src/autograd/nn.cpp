@@ -186,16 +186,48 @@ struct DenseImpl : Block::Impl {
   }
 };
 
+// A network's blocks, walked with a stack of their own rather than by recursion: networks
+// nested thousands deep (legal: add refuses only cycles) overflowed the stack in forward,
+// parameters() and the destructor (in WebAssembly at about 2 000 levels, natively further).
 struct SequentialImpl : Block::Impl {
-  std::vector<Block> blocks;
+  std::vector<std::shared_ptr<Block::Impl>> blocks;
+
+  // Calls leaf(impl) for each block that is not a network, in order, through nested networks.
+  template <typename F>
+  void each_leaf(F&& leaf) const {
+    std::vector<std::pair<const SequentialImpl*, std::size_t>> stack{{this, 0}};
+    while (!stack.empty()) {
+      const SequentialImpl* s = stack.back().first;
+      const std::size_t i = stack.back().second++;
+      if (i == s->blocks.size()) {
+        stack.pop_back();
+      } else if (const auto* inner = dynamic_cast<const SequentialImpl*>(s->blocks[i].get())) {
+        stack.emplace_back(inner, 0);
+      } else {
+        leaf(*s->blocks[i]);
+      }
+    }
+  }
   NDArray forward(const NDArray& x) override {
     NDArray h = x;
-    for (const Block& b : blocks) h = b(h);
+    each_leaf([&h](Block::Impl& b) { h = b.forward(h); });
     return h;
   }
   void collect(std::vector<Parameter>& out) const override {
-    for (const Block& b : blocks)
-      for (Parameter& p : b.parameters()) out.push_back(std::move(p));
+    each_leaf([&out](const Block::Impl& b) { b.collect(out); });
+  }
+  // The networks that die with this one are emptied one by one, as Node::~Node does.
+  ~SequentialImpl() override {
+    std::vector<std::shared_ptr<Block::Impl>> pending = std::move(blocks);
+    while (!pending.empty()) {
+      std::shared_ptr<Block::Impl> b = std::move(pending.back());
+      pending.pop_back();
+      if (b.use_count() != 1) continue;  // still held elsewhere: not dying now
+      if (auto* inner = dynamic_cast<SequentialImpl*>(b.get())) {
+        for (auto& c : inner->blocks) pending.push_back(std::move(c));
+        inner->blocks.clear();
+      }
+    }  // each b dies here with no blocks left: no recursion
   }
 };
 
@@ -246,10 +278,10 @@ Sequential& Sequential::add(const Block& block) {
     }
     if (!seen.insert(b).second) continue;
     if (const auto* s = dynamic_cast<const SequentialImpl*>(b)) {
-      for (const Block& c : s->blocks) todo.push_back(c.impl_.get());
+      for (const auto& c : s->blocks) todo.push_back(c.get());
     }
   }
-  static_cast<SequentialImpl&>(*impl_).blocks.push_back(block);
+  static_cast<SequentialImpl&>(*impl_).blocks.push_back(block.impl_);
   return *this;
 }
 

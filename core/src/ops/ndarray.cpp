@@ -35,7 +35,16 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
+namespace {
+// Not the shape itself: it may be thousands of numbers long.
+std::string too_many_dims(const Shape& shape) {
+  return "a shape of " + std::to_string(shape.size()) + " dimensions: an array has at most " +
+         std::to_string(kMaxDims);
+}
+}  // namespace
+
 std::int64_t shape_size(const Shape& shape) {
+  if (shape.size() > kMaxDims) throw Error(too_many_dims(shape));
   bool empty = false;
   for (std::int64_t d : shape) {
     if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
@@ -223,6 +232,7 @@ NDArray NDArray::reshape(Shape shape) const {
     return Error(std::string(kOp) + ": cannot reshape " + shape_str(shape_) + " into " +
                  shape_str(shape));
   };
+  if (shape.size() > kMaxDims) throw Error(std::string(kOp) + ": " + too_many_dims(shape));
   int infer = -1;
   std::int64_t known = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
