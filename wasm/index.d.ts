@@ -3,7 +3,7 @@
 /** Dimensions: non-negative integers that a double holds exactly (no undefined, null, strings or
  *  fractions: those throw an Error naming the op). An array holds at most 536870911 float32
  *  elements (2^31 - 4 bytes, wasm32's limit); a larger shape throws "<op>: shape [...] has too
- *  many elements". Every other integer argument (axes, seeds, bounds, sizes) is range-checked
+ *  many elements", and at most 64 dimensions. Every other integer argument (axes, seeds, bounds, sizes) is range-checked
  *  before it reaches the module, never wrapped to int32: axes must be int32 and in range. */
 export type Shape = number[];
 
@@ -54,7 +54,10 @@ export interface NDArray {
   data(): Promise<Float32Array>;
   /** Blocking: a copy of the values, row-major. */
   dataSync(): Float32Array;
-  /** Blocking: the values as nested arrays (a number for a 0-d array). */
+  /**
+   * Blocking: the values as nested arrays (a number for a 0-d array). An empty array gives empty
+   * arrays down to its first 0 dimension; throws past 2^24 of them (`zeros([2**40, 0])`).
+   */
   toArray(): any;
   /** Blocking: the value of a one-element array. */
   item(): number;
@@ -244,7 +247,10 @@ export interface Asyncnd {
   full(shape: Shape | number, value: number): NDArray;
   arange(stop: number): NDArray;
   arange(start: number, stop: number, step?: number): NDArray;
-  /** Copies host data: a typed array or numbers with a shape (default 1-D), or nested arrays. */
+  /**
+   * Copies host data: a typed array or numbers with a shape (default 1-D), or nested arrays.
+   * Throws a TypeError for a DataView, a BigInt array or a typed array whose buffer was detached.
+   */
   fromArray(data: ArrayLike<number> | any[], shape?: Shape): NDArray;
   random: {
     normal(shape: Shape | number, mean?: number, std?: number): NDArray;
