@@ -108,6 +108,8 @@ if(ASYNCND_BUILD_TESTS)
   asyncnd_dist_failure_test(guard guard 30 "exception is unwinding past dist::Guard" "")
   asyncnd_dist_failure_test(skip skip 30 "${_watchdog}" "")
   asyncnd_dist_failure_test(skip_test_progress skip 30 "${_watchdog}" "ASYNCND_DIST_PROGRESS=test")
+  asyncnd_dist_failure_test(reinit reinit 30
+                            "caught: dist::init: MPI was finalized already in this process" "")
 endif()
 
 # The example (make demo-dist) and the benchmark (make bench-dist), which need asyncnd::dist: the

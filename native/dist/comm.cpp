@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <utility>
 
 namespace asyncnd {
@@ -149,10 +151,16 @@ int Comm::complete(const Step& step, const Request& r, Clock::time_point t0) {
 
 int Comm::check(const Request& r, Clock::time_point t0, std::string& differs) {
   // Every rank's description of its collective number r.seq, fixed-size so that one allgather
-  // takes them, whatever they are.
-  constexpr int kLen = 200;
+  // takes them, whatever they are: a hash of the whole description (a shape of 64 dimensions is
+  // longer than the buffer), then as much of it as fits, for the message.
+  constexpr int kLen = 256;
   std::vector<char> mine(kLen, '\0'), all(static_cast<std::size_t>(kLen) * size_, '\0');
-  r.what.copy(mine.data(), kLen - 1);
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (const char ch : r.what) hash = (hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  char head[20];
+  std::snprintf(head, sizeof head, "%016llx ", static_cast<unsigned long long>(hash));
+  const std::string text = head + r.what;
+  text.copy(mine.data(), kLen - 1);
   const int rc = complete(
       [&](MPI_Comm c, MPI_Request* q) {
         return q ? MPI_Iallgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, c, q)
@@ -161,12 +169,16 @@ int Comm::check(const Request& r, Clock::time_point t0, std::string& differs) {
       r, t0);
   if (rc != MPI_SUCCESS) return rc;
   const std::string first(all.data());
+  // The description without its hash, "..." where it was cut.
+  const auto shown = [](const std::string& s) {
+    return s.substr(17) + (s.size() == static_cast<std::size_t>(kLen) - 1 ? "..." : "");
+  };
   for (int k = 1; k < size_; ++k) {
     const std::string other(all.data() + static_cast<std::size_t>(k) * kLen);
     if (other != first) {
       differs = "collective #" + std::to_string(r.seq) + " differs between ranks " +
-                "(ASYNCND_DIST_CHECK): rank 0 issues " + first + ", rank " + std::to_string(k) +
-                " issues " + other;
+                "(ASYNCND_DIST_CHECK): rank 0 issues " + shown(first) + ", rank " +
+                std::to_string(k) + " issues " + shown(other);
       break;
     }
   }

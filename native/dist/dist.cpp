@@ -18,7 +18,9 @@
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/engine.h"
+#include "autograd/autograd_internal.h"  // detail::check_inplace_allowed
 #include "comm.h"
+#include "ops/chunk.h"                   // detail::bump_version
 
 namespace asyncnd {
 namespace dist {
@@ -30,12 +32,16 @@ using detail::Request;
 
 std::unique_ptr<Comm> g_comm;
 bool g_we_initialised_mpi = false;
+bool g_finalized = false;  // we finalised MPI: it cannot be initialised again in this process
 
 // MPI counts are ints: larger arrays go in pieces of this many elements.
 constexpr std::int64_t kMaxPiece = 1 << 30;
 
 Comm& comm(const char* op) {
-  if (!g_comm) throw Error(std::string(op) + ": dist::init() has not been called");
+  if (!g_comm) {
+    throw Error(std::string(op) + (g_finalized ? ": dist::finalize() has been called"
+                                               : ": dist::init() has not been called"));
+  }
   return *g_comm;
 }
 
@@ -170,6 +176,14 @@ void check_array(const char* op, const NDArray& a) {
 void push_collective(const char* op_name, NDArray& a, Kind kind, Reduce op, int root,
                      std::string what) {
   Comm& c = comm(op_name);
+  // On a worker, the sequence number would be taken at a time that differs between ranks.
+  if (Engine::on_worker_thread())
+    throw Error(std::string(op_name) + ": called from inside an op; collectives must be called "
+                                       "from the thread that pushes them");
+  // An in-place write like +=: refused on an array autograd records, and counted, so that a
+  // backward that would read the old values refuses (autograd.h, "In place").
+  asyncnd::detail::check_inplace_allowed(op_name, a, nullptr);
+  asyncnd::detail::bump_version(a);
   auto ticket = std::make_shared<Ticket>();
   ticket->comm = &c;
   ticket->kind = kind;
@@ -261,6 +275,11 @@ void init() {
 void init(int& argc, char**& argv) {
   static const char* kOp = "dist::init";
   if (g_comm) throw Error(std::string(kOp) + ": called twice");
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (g_finalized || finalized)  // MPI_Init_thread would abort the job
+    throw Error(std::string(kOp) + ": MPI was finalized already in this process (by "
+                                   "dist::finalize or the program), and cannot start again");
   const double timeout = timeout_from_env();
   const ProgressChoice choice = progress_from_env();
   const char* check_env = std::getenv("ASYNCND_DIST_CHECK");
@@ -290,11 +309,17 @@ void init(int& argc, char**& argv) {
                         (choice == ProgressChoice::kAuto && provided >= MPI_THREAD_MULTIPLE);
   const detail::Progress progress = blocking ? detail::Progress::kBlocking : detail::Progress::kTest;
   const int needed = blocking ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
-  if (provided < needed)
+  if (provided < needed) {
+    if (g_we_initialised_mpi) {  // not left running for nobody to finalise
+      MPI_Finalize();
+      g_we_initialised_mpi = false;
+      g_finalized = true;
+    }
     throw Error(std::string(kOp) + ": MPI provides " + thread_level_name(provided) +
                 ", asyncnd::dist needs " + thread_level_name(needed) +
                 (needed == MPI_THREAD_MULTIPLE ? " for ASYNCND_DIST_PROGRESS=blocking"
                                                : " (its communication thread calls MPI)"));
+  }
   share_cores_among_local_ranks();
   g_comm = std::make_unique<Comm>(MPI_COMM_WORLD, timeout, progress);
   g_comm->set_check(check);
@@ -312,6 +337,7 @@ void finalize() {
   if (g_we_initialised_mpi) {
     MPI_Finalize();
     g_we_initialised_mpi = false;
+    g_finalized = true;
   }
 }
 
@@ -339,6 +365,9 @@ void allreduce(NDArray& a, Reduce op) {
   static const char* kOp = "dist_allreduce";
   comm("dist::allreduce");
   check_array("dist::allreduce", a);
+  if (op != Reduce::kSum && op != Reduce::kMean)
+    throw Error("dist::allreduce: unknown Reduce " + std::to_string(static_cast<int>(op)) +
+                " (expected Reduce::kSum or kMean)");
   push_collective(kOp, a, Kind::kAllreduce, op, 0,
                   std::string("allreduce(") + reduce_name(op) + ") of " + shape_str(a.shape()) +
                       " float32");

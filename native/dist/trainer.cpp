@@ -8,7 +8,8 @@
 #include "asyncnd/autograd.h"
 #include "asyncnd/dist.h"
 #include "asyncnd/ops.h"
-#include "autograd/autograd_internal.h"  // detail::assign, detail::sgd_update (the GPU path)
+#include "autograd/autograd_internal.h"  // detail::assign, sgd_update, check_inplace_allowed
+#include "ops/chunk.h"                    // detail::bump_version
 
 namespace asyncnd {
 namespace nn {
@@ -85,26 +86,57 @@ struct DistributedTrainer::Impl {
   std::size_t bytes = 0;
 };
 
+namespace {
+
+// A moved-from trainer has no state: each call says so instead of crashing.
+DistributedTrainer::Impl& live(const std::unique_ptr<DistributedTrainer::Impl>& impl,
+                               const char* op) {
+  if (!impl) throw Error(std::string(op) + ": this DistributedTrainer was moved from");
+  return *impl;
+}
+
+// What this rank alone finds wrong with the arguments, or "".
+std::string local_problem(const std::vector<Parameter>& params, float lr,
+                          const DistributedOptions& o) {
+  for (const Parameter& p : params)
+    if (!p.defined()) return "empty parameter handle in the list";
+  if (o.bucket_bytes == 0 || o.first_bucket_bytes == 0) return "bucket sizes must be positive";
+  if (o.root < 0 || o.root >= dist::size())
+    return "root " + std::to_string(o.root) + " is not a rank (size " +
+           std::to_string(dist::size()) + ")";
+  return detail::learning_rate_problem(lr);
+}
+
+// Marks a rank's text in the layout allgather as its refusal (a layout starts with "buckets").
+constexpr char kRefusal = '!';
+
+}  // namespace
+
 DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float learning_rate,
                                        DistributedOptions options)
     : impl_(std::make_unique<Impl>()) {
   static const char* kOp = "DistributedTrainer";
-  for (const Parameter& p : params)
-    if (!p.defined()) throw Error(std::string(kOp) + ": empty parameter handle in the list");
-  if (options.bucket_bytes == 0 || options.first_bucket_bytes == 0)
-    throw Error(std::string(kOp) + ": bucket sizes must be positive");
   if (!dist::initialized()) throw Error(std::string(kOp) + ": dist::init() has not been called");
-  if (options.root < 0 || options.root >= dist::size())
-    throw Error(std::string(kOp) + ": root " + std::to_string(options.root) +
-                " is not a rank (size " + std::to_string(dist::size()) + ")");
+  // Before any collective on the parameters: a rank with other buckets would pair its
+  // allreduces with different ones elsewhere, and MPI would truncate, corrupt or hang. A rank
+  // whose own arguments are wrong says so through the same allgather, so that every rank throws
+  // (one that threw before it left the others waiting in the collective).
+  const std::string problem = local_problem(params, learning_rate, options);
+  const std::vector<std::string> all = dist::allgather_strings(
+      problem.empty() ? layout_of(params, options) : kRefusal + problem);
+  std::string refused;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty() && all[r][0] == kRefusal)
+      refused += (refused.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": ") +
+                 all[r].substr(1);
+  }
+  if (!refused.empty()) throw Error(std::string(kOp) + ": " + refused);
   impl_->params = std::move(params);
   impl_->lr = learning_rate;
   impl_->options = options;
   const std::vector<Parameter>& ps = impl_->params;
 
-  // Before any collective on the parameters: a rank with other buckets would pair its
-  // allreduces with different ones elsewhere, and MPI would truncate, corrupt or hang.
-  const std::string diff = compare_layouts(dist::allgather_strings(layout_of(ps, options)));
+  const std::string diff = compare_layouts(all);
   if (!diff.empty())
     throw Error(std::string(kOp) + ": the parameters differ between ranks (" +
                 std::to_string(dist::size()) + " ranks): " + diff);
@@ -150,14 +182,15 @@ DistributedTrainer::DistributedTrainer(DistributedTrainer&&) noexcept = default;
 DistributedTrainer& DistributedTrainer::operator=(DistributedTrainer&&) noexcept = default;
 
 void DistributedTrainer::broadcast_parameters() {
+  Impl& im = live(impl_, "DistributedTrainer::broadcast_parameters");
   autograd::Pause pause;
-  for (const Parameter& p : impl_->params) {
+  for (const Parameter& p : im.params) {
     NDArray w = p.data();
     if (w.device().is_cpu()) {
-      dist::broadcast(w, impl_->options.root);
+      dist::broadcast(w, im.options.root);
     } else {  // through host memory: copy, broadcast, copy back (all queued)
       NDArray h = w.copy_to(Device::cpu());
-      dist::broadcast(h, impl_->options.root);
+      dist::broadcast(h, im.options.root);
       detail::assign(w, h.copy_to(w.device()));
     }
   }
@@ -165,12 +198,18 @@ void DistributedTrainer::broadcast_parameters() {
 
 void DistributedTrainer::step(std::int64_t batch_size) {
   static const char* kOp = "DistributedTrainer::step";
+  Impl& im = live(impl_, kOp);
   if (batch_size <= 0)
     throw Error(std::string(kOp) + ": batch_size must be positive, got " +
                 std::to_string(batch_size));
+  if (!dist::initialized())  // before the first bucket's pack is queued
+    throw Error(std::string(kOp) + ": dist is not initialised (dist::init() was not called, or "
+                                   "dist::finalize() was)");
+  const std::vector<Parameter>& ps = im.params;
+  // In place, as nn::SGD's step: refused while autograd records a parameter (inside a Record).
+  for (const Parameter& p : ps) detail::check_inplace_allowed(kOp, p.data(), nullptr);
   autograd::Pause pause;
-  const std::vector<Parameter>& ps = impl_->params;
-  const float alpha = impl_->lr / static_cast<float>(batch_size);
+  const float alpha = im.lr / static_cast<float>(batch_size);
   // The gradients as CPU arrays (a GPU gradient is copied to the host, queued).
   std::vector<NDArray> grads(ps.size()), host(ps.size());
   for (std::size_t k = 0; k < ps.size(); ++k) {
@@ -181,7 +220,7 @@ void DistributedTrainer::step(std::int64_t batch_size) {
   // 1. Every bucket's pack and allreduce, in bucket order: the order of the collectives, the same
   //    on every rank. Each pack runs as soon as backward has written its gradients, ahead of the
   //    backward ops still queued (priority), and its allreduce right after.
-  for (Impl::Bucket& b : impl_->buckets) {
+  for (Impl::Bucket& b : im.buckets) {
     std::vector<Var> reads;
     std::vector<const float*> src;
     std::vector<std::int64_t> len;
@@ -208,8 +247,8 @@ void DistributedTrainer::step(std::int64_t batch_size) {
 
   // 2. The updates, out of each bucket once its allreduce is done. The last bucket holds the first
   //    layers, which the next forward pass needs first: the highest priority.
-  for (std::size_t bi = impl_->buckets.size(); bi-- > 0;) {
-    Impl::Bucket& b = impl_->buckets[bi];
+  for (std::size_t bi = im.buckets.size(); bi-- > 0;) {
+    Impl::Bucket& b = im.buckets[bi];
     PushOptions o;
     o.name = "dist_bucket_update";
     o.priority = static_cast<int>(bi) + 1;
@@ -227,6 +266,8 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       }
       writes.push_back(wk.var());
       writes.push_back(grads[k].var());
+      detail::bump_version(wk);  // written in place (autograd.h, "In place")
+      detail::bump_version(grads[k]);
       w.push_back(writable(wk));
       g.push_back(writable(grads[k]));
       off.push_back(b.offsets[i]);
@@ -266,16 +307,26 @@ void DistributedTrainer::step(std::int64_t batch_size) {
   }
 }
 
-float DistributedTrainer::learning_rate() const { return impl_->lr; }
-void DistributedTrainer::set_learning_rate(float lr) { impl_->lr = lr; }
+float DistributedTrainer::learning_rate() const {
+  return live(impl_, "DistributedTrainer::learning_rate").lr;
+}
+void DistributedTrainer::set_learning_rate(float lr) {
+  static const char* kOp = "DistributedTrainer::set_learning_rate";
+  Impl& im = live(impl_, kOp);
+  detail::check_learning_rate(kOp, lr);
+  im.lr = lr;
+}
 
 std::vector<std::vector<std::size_t>> DistributedTrainer::buckets() const {
   std::vector<std::vector<std::size_t>> out;
-  for (const Impl::Bucket& b : impl_->buckets) out.push_back(b.params);
+  for (const Impl::Bucket& b : live(impl_, "DistributedTrainer::buckets").buckets)
+    out.push_back(b.params);
   return out;
 }
 
-std::size_t DistributedTrainer::bytes_per_step() const { return impl_->bytes; }
+std::size_t DistributedTrainer::bytes_per_step() const {
+  return live(impl_, "DistributedTrainer::bytes_per_step").bytes;
+}
 
 }  // namespace nn
 }  // namespace asyncnd

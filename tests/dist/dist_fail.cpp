@@ -3,6 +3,8 @@
 //   throw: rank 1 throws out of main while rank 0 waits for an allreduce that needs rank 1.
 //   guard: the same, but the exception unwinds through dist::Guard (caught in main).
 //   skip:  rank 1 skips a collective; rank 0's watchdog (ASYNCND_DIST_TIMEOUT_S) aborts the job.
+//   reinit: init after finalize, which MPI cannot do: an asyncnd::Error (it was Open MPI's abort
+//          from inside MPI_Query_thread), printed, then exit 1 on every rank.
 #include <asyncnd/asyncnd.h>
 #include <asyncnd/dist.h>
 
@@ -46,8 +48,17 @@ int main(int argc, char** argv) {
     if (dist::rank() != 1) dist::allreduce(a);  // #1: rank 1 skips it
     a.wait_to_read();
     std::this_thread::sleep_for(std::chrono::seconds(60));
+  } else if (mode == "reinit") {
+    dist::init(argc, argv);
+    dist::finalize();
+    try {
+      dist::init(argc, argv);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "caught: %s\n", e.what());
+      return 1;
+    }
   } else {
-    std::fprintf(stderr, "dist_fail: mode throw, guard or skip\n");
+    std::fprintf(stderr, "dist_fail: mode throw, guard, skip or reinit\n");
     return 2;
   }
   return 0;

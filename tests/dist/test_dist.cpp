@@ -77,8 +77,33 @@ TEST_CASE("dist: bad calls throw at the call, queuing nothing") {
   NDArray empty;
   REQUIRE_THROWS_WITH(dist::allreduce(empty), Catch::Contains("array is empty"));
   NDArray a = nd::ones({3});
+  const std::uint64_t pushed = engine().stats().pushed;
   REQUIRE_THROWS_WITH(dist::broadcast(a, dist::size()), Catch::Contains("is not a rank"));
   REQUIRE_THROWS_WITH(dist::broadcast(a, -1), Catch::Contains("is not a rank"));
+  // A value outside the enum summed, while reduce_name called it "mean".
+  REQUIRE_THROWS_WITH(dist::allreduce(a, static_cast<dist::Reduce>(7)),
+                      Catch::Contains("dist::allreduce: unknown Reduce 7"));
+  CHECK(engine().stats().pushed == pushed);
+}
+
+// A collective writes its array in place, as += does: autograd's rules for in-place writes hold
+// (autograd.h). Before, an allreduce of a recorded array went through, and backward then read
+// the summed values: dy/dx came out R times too large, with no error.
+TEST_CASE("dist: collectives follow autograd's rules for in-place writes") {
+  NDArray x = nd::ones({3});
+  x.attach_grad();
+  NDArray y;
+  {
+    autograd::Record rec;
+    y = (x * x).sum();
+    REQUIRE_THROWS_WITH(dist::allreduce(x), Catch::Contains("dist_allreduce: in-place update of "
+                                                            "an array that autograd is recording"));
+  }
+  dist::allreduce(x);  // outside the recording: allowed, and counted
+  REQUIRE_THROWS_WITH(y.backward(), Catch::Contains("backward: the gradient of mul reads its "
+                                                    "input") &&
+                                        Catch::Contains("changed in place"));
+  nd::waitall();
 }
 
 // A seeded random program, the same on every rank: local ops that read and write the arrays,
@@ -368,6 +393,42 @@ TEST_CASE("dist: a parameter layout that differs between ranks throws on every r
   deferred.add(nn::Dense(4));
   REQUIRE_THROWS_WITH(nn::DistributedTrainer(deferred.parameters(), 0.1f),
                       Catch::Contains("is not initialised yet"));
+}
+
+// Arguments only one rank gets wrong: that rank threw before the layout's allgather, and the
+// others waited in it until the watchdog ended the job.
+TEST_CASE("dist: DistributedTrainer arguments wrong on one rank throw on every rank") {
+  nn::Dense layer(2, "", true, 3);
+  const int odd = dist::size() - 1;  // the last rank (rank 0 alone with one rank)
+  nn::DistributedOptions o;
+  if (dist::rank() == odd) o.bucket_bytes = 0;
+  REQUIRE_THROWS_WITH(nn::DistributedTrainer(layer.parameters(), 0.1f, o),
+                      Catch::Contains("DistributedTrainer: rank " + std::to_string(odd) +
+                                      ": bucket sizes must be positive"));
+  const float lr = dist::rank() == odd ? std::nanf("") : 0.1f;
+  REQUIRE_THROWS_WITH(nn::DistributedTrainer(layer.parameters(), lr),
+                      Catch::Contains("rank " + std::to_string(odd) +
+                                      ": the learning rate must be finite, got nan"));
+  std::vector<nn::Parameter> params = layer.parameters();
+  if (dist::rank() == odd) params.push_back(nn::Parameter());
+  REQUIRE_THROWS_WITH(nn::DistributedTrainer(params, 0.1f),
+                      Catch::Contains(": empty parameter handle in the list"));
+
+  nn::DistributedTrainer trainer(layer.parameters(), 0.1f);
+  REQUIRE_THROWS_WITH(trainer.set_learning_rate(INFINITY),
+                      Catch::Contains("DistributedTrainer::set_learning_rate: the learning rate "
+                                      "must be finite, got inf"));
+  CHECK(trainer.learning_rate() == 0.1f);
+  {
+    autograd::Record rec;  // a parameter is recorded in a Record: in place is refused
+    REQUIRE_THROWS_WITH(trainer.step(1), Catch::Contains("DistributedTrainer::step: in-place"));
+  }
+  nn::DistributedTrainer moved(std::move(trainer));
+  REQUIRE_THROWS_WITH(trainer.step(1), Catch::Contains("DistributedTrainer::step: this "
+                                                       "DistributedTrainer was moved from"));
+  REQUIRE_THROWS_WITH(trainer.buckets(), Catch::Contains("moved from"));
+  CHECK(moved.bytes_per_step() == 8 * sizeof(float));
+  nd::waitall();
 }
 
 TEST_CASE("dist: an allreduce runs while backward ops run (overlap, from the profiler)") {

@@ -22,7 +22,9 @@
 // Failures are loud: an MPI error becomes the op's error (rethrown at the next wait); a
 // collective that does not complete within ASYNCND_DIST_TIMEOUT_S seconds (default 300) makes a
 // watchdog thread print the collective's name and sequence number on stderr and call MPI_Abort,
-// which ends every rank of the job.
+// which ends every rank of the job. Collectives that differ between ranks (size, root, order) are
+// the caller's error, as in MPI: ASYNCND_DIST_CHECK=1 (init) catches them; without it MPI may
+// report one, or give wrong values, or a later collective hangs until the watchdog.
 #pragma once
 
 #include <cstddef>
@@ -40,19 +42,22 @@ namespace dist {
 // Initialises MPI (asking for MPI_THREAD_MULTIPLE, needing MPI_THREAD_SERIALIZED), starts the
 // communication thread and reads ASYNCND_DIST_TIMEOUT_S and ASYNCND_DIST_PROGRESS: "blocking"
 // (blocking collectives, a watchdog thread; needs MULTIPLE), "test" (nonblocking collectives
-// driven with MPI_Test; SERIALIZED suffices), unset: blocking where MPI provides MULTIPLE. Sets
+// driven with MPI_Test; SERIALIZED suffices), unset: blocking where MPI provides MULTIPLE. When
+// it initialises MPI itself with blocking progress possible (not "test"), sets
 // OMPI_MCA_mpi_yield_when_idle=1 for Open MPI unless already set (its blocking calls then yield
 // the core to the engine's workers). ASYNCND_DIST_CHECK=1 (the same on every rank): before each
-// collective, every rank's description of it is allgathered, and if they differ the collective
-// fails on every rank naming both (a debugging aid: one more small collective each). Ranks on
+// collective, every rank's description of it (the op, its shape, the root) is allgathered, and if
+// they differ the collective fails on every rank naming both (a debugging aid: one more small
+// collective each). Ranks on
 // one machine share its cores: where there are several, each gets its share (each CPU of its
 // affinity mask over the local ranks whose masks hold it, and at most the cgroup's CPU quota over
 // the local ranks; native/dist/README.md), as ASYNCND_BLAS_THREADS and ASYNCND_CPU_WORKERS (that
 // share less one, at least one), unless the user set those; call init before the first array, which starts the engine with
 // them. If the program already initialised MPI, uses it (it must provide the level) and leaves
 // finalising it to the program. Main thread, once. Throws
-// asyncnd::Error if called twice, if MPI provides too low a thread level (naming it), or for a
-// bad variable.
+// asyncnd::Error if called twice, after MPI was finalized (MPI cannot start again in a process),
+// if MPI provides too low a thread level (naming it; MPI is finalized again if init started it),
+// or for a bad variable.
 void init(int& argc, char**& argv);
 void init();  // the same without the command line
 // Waits for every queued op (engine().waitall(); an error it rethrows is printed to stderr, not
@@ -94,7 +99,9 @@ const char* reduce_name(Reduce op);
 // rank. An op that writes a's variable: it runs after earlier ops on a, later ops see the result.
 // Every rank must call it with an array of the same size, in the same order. CPU arrays only:
 // copy a GPU array to the CPU first (DistributedTrainer does this for its gradients). Throws
-// asyncnd::Error before init, for an empty array or a GPU array, queuing nothing.
+// asyncnd::Error before init, for an empty array or a GPU array, an unknown Reduce, from inside
+// an op, and for an array autograd is recording (an in-place write, as +=; autograd.h), queuing
+// nothing.
 void allreduce(NDArray& a, Reduce op = Reduce::kSum);
 // In place, queued: a takes root's values on every rank. Same rules as allreduce; throws also for
 // a root outside [0, size()).
@@ -158,7 +165,10 @@ class DistributedTrainer {
   // Collective and blocking, on every rank: checks that every rank has the same parameters
   // (names, shapes, devices) and throws asyncnd::Error on every rank, saying what differs, if
   // not; then broadcasts the root's values (queued). Throws asyncnd::Error, on every rank, if a
-  // parameter is not initialised yet (run a forward pass first, or give Dense its in_units).
+  // parameter is not initialised yet (run a forward pass first, or give Dense its in_units), and
+  // for arguments wrong on any rank (an empty parameter handle, a bucket size of 0, a root that
+  // is not a rank, a learning rate that is not finite), naming the rank. A moved-from trainer
+  // throws at every call.
   DistributedTrainer(std::vector<Parameter> params, float learning_rate,
                      DistributedOptions options = {});
   ~DistributedTrainer();
@@ -166,13 +176,14 @@ class DistributedTrainer {
   DistributedTrainer& operator=(DistributedTrainer&&) noexcept;
 
   // Queues the gradient allreduces and the updates; returns at once. batch_size: this rank's
-  // batch. Throws asyncnd::Error (queuing nothing) if batch_size <= 0.
+  // batch. Throws asyncnd::Error (queuing nothing) if batch_size <= 0, after dist::finalize, or
+  // inside an autograd Record (the update is in place, as nn::SGD's).
   void step(std::int64_t batch_size);
   // Queues a broadcast of the root's parameter values (the constructor does it once).
   void broadcast_parameters();
 
   float learning_rate() const;
-  void set_learning_rate(float lr);
+  void set_learning_rate(float lr);  // throws asyncnd::Error, changing nothing, unless finite
   // The buckets: indices into the parameter list, in allreduce order.
   std::vector<std::vector<std::size_t>> buckets() const;
   // Bytes allreduced by one step.

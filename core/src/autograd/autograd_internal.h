@@ -91,6 +91,11 @@ __attribute__((always_inline)) inline NDArray recorded(GradOp op, NDArray out,
 // (may be null) takes part in a recorded graph: autograd cannot see in-place updates.
 void check_inplace_allowed(const char* op, const NDArray& target, const NDArray* other);
 
+// "" for a finite learning rate, else what is wrong with it; check_learning_rate throws it as an
+// asyncnd::Error naming `op` (nn::SGD, and nn::DistributedTrainer in asyncnd::dist).
+std::string learning_rate_problem(float lr);
+void check_learning_rate(const char* op, float lr);
+
 // The public op a node records, for messages ("mul" for kMul, kMulScalar and kRMulScalar).
 const char* grad_op_name(GradOp op);
 

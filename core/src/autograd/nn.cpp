@@ -15,6 +15,18 @@
 #include "ops/ops_common.h"
 
 namespace asyncnd {
+
+namespace detail {
+// SGD's, and DistributedTrainer's (asyncnd::dist).
+std::string learning_rate_problem(float lr) {
+  return std::isfinite(lr) ? "" : "the learning rate must be finite, got " + std::to_string(lr);
+}
+void check_learning_rate(const char* op, float lr) {
+  const std::string problem = learning_rate_problem(lr);
+  if (!problem.empty()) throw Error(std::string(op) + ": " + problem);
+}
+}  // namespace detail
+
 namespace nn {
 
 // ---- Parameter ----------------------------------------------------------------------------
@@ -315,24 +327,16 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
 
 // ---- SGD ----------------------------------------------------------------------------------
 
-namespace {
-void check_learning_rate(const char* op, float lr) {
-  if (!std::isfinite(lr)) {
-    throw Error(std::string(op) + ": the learning rate must be finite, got " + std::to_string(lr));
-  }
-}
-}  // namespace
-
 SGD::SGD(std::vector<Parameter> params, float learning_rate)
     : params_(std::move(params)), lr_(learning_rate) {
-  check_learning_rate("SGD", learning_rate);
+  detail::check_learning_rate("SGD", learning_rate);
   for (const Parameter& p : params_)
     if (!p.defined())
       throw Error("SGD: empty parameter handle in the list");
 }
 
 void SGD::set_learning_rate(float lr) {
-  check_learning_rate("SGD::set_learning_rate", lr);
+  detail::check_learning_rate("SGD::set_learning_rate", lr);
   lr_ = lr;
 }
 
