@@ -396,10 +396,11 @@ void barrier() {
 std::vector<std::string> allgather_strings(const std::string& text) {
   static const char* kOp = "dist::allgather_strings";
   const int n = comm(kOp).size();
-  if (text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw Error(std::string(kOp) + ": text too long");
+  // A text too long for an int count takes part with length -1, so that every rank learns it
+  // and throws (a rank that threw alone left the others waiting in the collective).
+  const bool too_long = text.size() > static_cast<std::size_t>(std::numeric_limits<int>::max());
   // Lengths first, then the bytes: two steps of one request, so nothing comes in between.
-  auto mine = std::make_shared<int>(static_cast<int>(text.size()));
+  auto mine = std::make_shared<int>(too_long ? -1 : static_cast<int>(text.size()));
   auto lengths = std::make_shared<std::vector<int>>(static_cast<std::size_t>(n));
   auto offsets = std::make_shared<std::vector<int>>(static_cast<std::size_t>(n));
   auto bytes = std::make_shared<std::vector<char>>();
@@ -412,6 +413,7 @@ std::vector<std::string> allgather_strings(const std::string& text) {
   r.steps.push_back([&text, lengths, offsets, bytes](MPI_Comm c, MPI_Request* q) {
     long long total = 0;
     for (std::size_t i = 0; i < lengths->size(); ++i) {
+      if ((*lengths)[i] < 0) return static_cast<int>(MPI_SUCCESS);  // every rank throws below
       (*offsets)[i] = static_cast<int>(total);
       total += (*lengths)[i];
     }
@@ -424,6 +426,11 @@ std::vector<std::string> allgather_strings(const std::string& text) {
                               offsets->data(), MPI_CHAR, c);
   });
   run_blocking(kOp, std::move(r));
+  for (int i = 0; i < n; ++i) {
+    if ((*lengths)[static_cast<std::size_t>(i)] < 0)
+      throw Error(std::string(kOp) + ": rank " + std::to_string(i) +
+                  "'s text is longer than an MPI count (2^31 - 1 bytes)");
+  }
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i)
     out.emplace_back(bytes->data() + (*offsets)[static_cast<std::size_t>(i)],
