@@ -5,6 +5,8 @@
 
 #include <asyncnd/detail/backend.h>  // detail::synchronize_devices
 #include <asyncnd/engine.h>
+#include <asyncnd/ndarray.h>
+#include <asyncnd/ops.h>
 
 #include <atomic>
 #include <chrono>
@@ -503,3 +505,55 @@ TEST_CASE("backpressure: pending work never exceeds the bound", "[engine][backpr
     eng.waitall();
   }
 }
+
+// The bounds are read again while a push waits: set_max_inflight's wake-up ("pushers blocked
+// under the old bound") found the sleeper still comparing against the bound it started with, so
+// lifting the bound released nothing until the work in flight finished.
+TEST_CASE("lifting the bound releases a push that waits under it", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  eng.set_max_inflight(1, 0);
+  Var held = eng.new_var(), next = eng.new_var();
+  Completion hold;
+  std::atomic<bool> handed{false}, pushed{false};
+  eng.push_async(
+      [&](Completion c) {
+        hold = std::move(c);
+        handed = true;
+      },
+      {}, {held});
+  while (!handed) std::this_thread::yield();
+  std::thread pusher([&] {
+    eng.push([] {}, {}, {next});  // one op in flight already: waits under the bound of 1
+    pushed = true;
+  });
+  sleep_ms(50);
+  CHECK_FALSE(pushed.load());
+  eng.set_max_inflight(0, 0);
+  const auto t0 = clk::now();
+  while (!pushed && ms_since(t0) < 5000) std::this_thread::yield();
+  CHECK(pushed.load());  // while the held op is still in flight
+  hold.done();
+  pusher.join();
+  eng.waitall();
+}
+
+// Per-thread record caches are thread_local objects; one made after a user's thread_local array
+// was destroyed before it at thread exit, and the array's release then pushed a record into the
+// destroyed cache (free(): double free detected, abort).
+namespace {
+thread_local NDArray t_kept;
+}
+
+TEST_CASE("a thread_local array outlives the engine's per-thread caches at thread exit",
+          "[engine]") {
+  std::thread t([] {
+    (void)t_kept.defined();  // constructed first, empty
+    for (int i = 0; i < 8; ++i) nd::ones({1 << 15}).wait_to_read();  // records cached here
+    t_kept = nd::ones({1 << 15}) + 1.0f;
+    CHECK(t_kept.sum().item() == 2.0f * (1 << 15));
+  });  // exit: the caches go first, then t_kept, whose storage is released after them
+  t.join();
+  nd::waitall();
+  SUCCEED("the thread exited");
+}
+

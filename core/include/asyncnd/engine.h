@@ -292,7 +292,7 @@ struct ProfileEvent {
 class Completion {
  public:
   Completion() = default;
-  Completion(Completion&& other) noexcept : op_(other.op_) { other.op_ = nullptr; }
+  Completion(Completion&& other) noexcept : op_(other.op_.exchange(nullptr)) {}
   Completion& operator=(Completion&& other) noexcept;
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
@@ -307,7 +307,8 @@ class Completion {
   friend class detail::EngineImpl;
   explicit Completion(detail::OprBlock* op) : op_(op) {}
   void complete(const std::string* error) noexcept;
-  detail::OprBlock* op_ = nullptr;
+  // Taken with exchange: done() and fail() may race on two threads, and only one may complete.
+  std::atomic<detail::OprBlock*> op_{nullptr};
 };
 
 // The engine. Every member function is thread safe unless it says otherwise.
@@ -365,6 +366,8 @@ class Engine {
   // Blocks until every op pushed before this call has finished, and every op those ops pushed
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet (and forgets the others).
+  // Errors are the engine's, not the calling thread's: with several pushing threads, one
+  // thread's waitall may rethrow (and so forget) an error of another thread's op.
   // It does not clear the variables' errors: each still rethrows its own at its next wait_to_read.
   // Then waits for every GPU to finish its queued work, and throws a device error if one failed.
   // Must not be called from inside an op: throws "waitall: called from inside an op" there (with
@@ -378,7 +381,10 @@ class Engine {
   // for up to 16 later deletions or the next waitall: core/src/engine/engine_impl.cpp,
   // defer_delete. So stats() may count up to 16 small arrays, at most 1 MiB, as still alive
   // until then.)
-  // After this call, pushing v throws. Deleting twice throws. `bytes`: the storage on_delete
+  // After this call, pushing v throws. Deleting twice throws. A push of v on another thread at
+  // the same time as this call is a race, as using any object while it is destroyed: the push
+  // may be accepted and its op run after on_delete. Order the two (arrays never race so: their
+  // storage's variable is deleted when the last handle goes). `bytes`: the storage on_delete
   // frees; while the deletion waits for queued ops, it counts toward the byte bound of
   // set_max_inflight (memory that queued work keeps alive).
   void delete_var(Var v, OpFunction on_delete = {}, std::size_t bytes = 0);

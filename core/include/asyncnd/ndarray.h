@@ -44,7 +44,10 @@ struct AutogradInfo;
 // storage is freed once the last handle is gone and every queued op that uses it has finished.
 //
 // Thread safety: like std::shared_ptr; distinct handles may be used from different threads, one
-// handle must not be assigned while another thread uses it.
+// handle must not be assigned while another thread uses it. A blocking read (to_vector, item,
+// printing) waits for the writes pushed before it, then copies the values outside the engine: an
+// in-place write (+=, ...) of the same storage that another thread pushes meanwhile races with
+// the copy, which may then mix old and new values. Order such threads, as with any shared data.
 class NDArray {
  public:
   NDArray() = default;  // an empty handle: any operation on it throws asyncnd::Error

@@ -55,19 +55,18 @@ bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acqu
 Completion& Completion::operator=(Completion&& other) noexcept {
   if (this != &other) {
     this->~Completion();  // the handle we held is dropped
-    op_ = other.op_;
-    other.op_ = nullptr;
+    op_.store(other.op_.exchange(nullptr));
   }
   return *this;
 }
 
 Completion::~Completion() {
-  if (!op_) return;
-  if (std::uncaught_exceptions() > 0 && detail::EngineImpl::current_async_op() == op_) {
+  detail::OprBlock* held = op_.load(std::memory_order_acquire);
+  if (!held) return;
+  if (std::uncaught_exceptions() > 0 && detail::EngineImpl::current_async_op() == held) {
     // fn is throwing: the worker completes the op with that exception, not "dropped".
-    detail::OprBlock* op = op_;
-    op_ = nullptr;
-    op->engine->release_async(op);
+    detail::OprBlock* op = op_.exchange(nullptr, std::memory_order_acq_rel);
+    if (op) op->engine->release_async(op);
     return;
   }
   static const std::string kDropped = "completion dropped without done() or fail()";
@@ -78,9 +77,8 @@ void Completion::done() { complete(nullptr); }
 void Completion::fail(const std::string& message) { complete(&message); }
 
 void Completion::complete(const std::string* error) noexcept {
-  detail::OprBlock* op = op_;
+  detail::OprBlock* op = op_.exchange(nullptr, std::memory_order_acq_rel);
   if (!op) return;
-  op_ = nullptr;
   if (!op->async_done.exchange(true, std::memory_order_acq_rel)) {
     if (error) op->async_failed = detail::EngineImpl::op_error(op, *error);
     op->engine->arrive_async(op);

@@ -414,8 +414,8 @@ void EngineImpl::submit(OprBlock* op, int priority) {
 }
 
 void EngineImpl::backpressure(std::size_t bytes) {
-  const std::size_t mo = max_ops_.load(std::memory_order_relaxed);
-  const std::size_t mb = max_bytes_.load(std::memory_order_relaxed);
+  std::size_t mo = max_ops_.load(std::memory_order_relaxed);
+  std::size_t mb = max_bytes_.load(std::memory_order_relaxed);
   if (mo == 0 && mb == 0) return;
   auto ops_ok = [&] {
     if (mo == 0) return true;
@@ -441,10 +441,21 @@ void EngineImpl::backpressure(std::size_t bytes) {
   if (ok()) return;
   push_waits_.fetch_add(1, std::memory_order_relaxed);
   hurry_workers();
-  if (spin_until(ok, std::chrono::microseconds(20))) return;
+  // Waiting, the bounds are read again: set_max_inflight (which wakes sleepers under done_mu_)
+  // may lift them, and a push blocked under the old bound must see it.
+  auto ok_now = [&] {
+    mo = max_ops_.load(std::memory_order_relaxed);
+    mb = max_bytes_.load(std::memory_order_relaxed);
+    return ok();
+  };
+  if (spin_until(ok_now, std::chrono::microseconds(20))) return;
   std::unique_lock<std::mutex> lk(done_mu_);
   bound_sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  done_cv_.wait(lk, ok);
+  // Pairs with finish's fetch_add on finished_all_ then seq_cst load of bound_sleepers_: without
+  // it, the acquire loads in ok() could read the counters from before that finish (allowed on a
+  // weakly ordered CPU) while finish reads no sleeper, and the wake-up would be lost.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  done_cv_.wait(lk, ok_now);
   bound_sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -603,8 +614,9 @@ void EngineImpl::after_settle(VarBlock* v, Settled& s) noexcept {
 }
 
 void EngineImpl::release_inflight(std::size_t bytes) noexcept {
-  // The caller (finish, run_wait) wakes the waiters afterwards.
-  finished_bytes_.fetch_add(bytes, std::memory_order_release);
+  // The caller (finish, run_wait) wakes the waiters afterwards. seq_cst: a sleeping push's fence
+  // (backpressure) must see it once the waker saw no sleeper.
+  finished_bytes_.fetch_add(bytes, std::memory_order_seq_cst);
 }
 
 void EngineImpl::notify_done_waiters() {
@@ -769,7 +781,7 @@ void EngineImpl::finish(OprBlock* op, bool recycle) {
   ReadyList ready;
   for (int i = 0; i < op->nreads + op->nwrites; ++i) complete_access(op->acc[i].var, ready);
   const std::size_t bytes = op->bytes;
-  if (bytes) finished_bytes_.fetch_add(bytes, std::memory_order_release);
+  if (bytes) finished_bytes_.fetch_add(bytes, std::memory_order_seq_cst);  // see release_inflight
   finished_all_.fetch_add(1, std::memory_order_seq_cst);
   notify_done_waiters();
   dispatch_all(ready);

@@ -25,6 +25,7 @@ class Recycler {
   // A fresh T or a recycled one; the caller resets recycled state (see put).
   static T* get() {
 #if ASYNCND_RECYCLE
+    if (cache_gone()) return new T;
     auto& c = cache().free;
     if (c.empty()) {
       std::vector<T*> batch;
@@ -50,6 +51,7 @@ class Recycler {
   // The T the next get() on this thread returns, if one is cached; nullptr otherwise.
   static T* peek() {
 #if ASYNCND_RECYCLE
+    if (cache_gone()) return nullptr;
     auto& c = cache().free;
     return c.empty() ? nullptr : c.back();
 #else
@@ -62,6 +64,10 @@ class Recycler {
   // freed instead, or the thread's list stays over its bound.
   static void put(T* p) noexcept {
 #if ASYNCND_RECYCLE
+    if (cache_gone()) {
+      delete p;
+      return;
+    }
     auto& c = cache().free;
     try {
       c.push_back(p);
@@ -94,9 +100,18 @@ class Recycler {
   struct Cache {
     std::vector<T*> free;
     ~Cache() {
+      cache_gone() = true;
       for (T* p : free) delete p;
     }
   };
+  // Set when this thread's Cache is destroyed, at thread exit. Destructors of the user's
+  // thread_local objects may run after it (those made before the Cache) and free an array: put()
+  // then pushed into the destroyed vector (a double free). A bool has no destructor: it stays
+  // readable until the thread is gone.
+  static bool& cache_gone() {
+    thread_local bool gone = false;
+    return gone;
+  }
   // Never destroyed: workers of the process-wide engine may still free records during exit.
   static Shared& shared() {
     static Shared* s = new Shared;
