@@ -513,15 +513,8 @@ TEST_CASE("lifting the bound releases a push that waits under it", "[engine]") {
   Engine eng(EngineOptions{EngineKind::kThreaded, 1});
   eng.set_max_inflight(1, 0);
   Var held = eng.new_var(), next = eng.new_var();
-  Completion hold;
-  std::atomic<bool> handed{false}, pushed{false};
-  eng.push_async(
-      [&](Completion c) {
-        hold = std::move(c);
-        handed = true;
-      },
-      {}, {held});
-  while (!handed) std::this_thread::yield();
+  Completion hold = asyncnd_test::hold_async(eng, held);
+  std::atomic<bool> pushed{false};
   std::thread pusher([&] {
     eng.push([] {}, {}, {next});  // one op in flight already: waits under the bound of 1
     pushed = true;

@@ -151,15 +151,7 @@ TEST_CASE("done and fail racing on one completion complete the op once", "[engin
   int failed = 0;
   for (int r = 0; r < rounds; ++r) {
     Var v = eng.new_var();
-    Completion shared;
-    std::atomic<bool> handed{false};
-    eng.push_async(
-        [&](Completion c) {
-          shared = std::move(c);
-          handed = true;
-        },
-        {}, {v});
-    while (!handed) std::this_thread::yield();
+    Completion shared = asyncnd_test::hold_async(eng, v);
     std::atomic<bool> go{false};
     std::thread a([&] { while (!go) {} shared.done(); });
     std::thread b([&] { while (!go) {} shared.fail("second"); });

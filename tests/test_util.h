@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include <asyncnd/engine.h>
+
 namespace asyncnd_test {
 
 // A GPU index that no machine has: the tests of "no such device" errors use it, since gpu(0),
@@ -111,6 +113,21 @@ inline std::string line_after(const std::string& text, const std::string& key) {
   if (at == std::string::npos) return {};
   const auto end = text.find('\n', at);
   return text.substr(at + key.size(), end - at - key.size());
+}
+
+// Pushes an async op that writes v and returns its Completion once the engine has handed it
+// over: the op stays in flight until the caller completes it.
+inline asyncnd::Completion hold_async(asyncnd::Engine& eng, const asyncnd::Var& v) {
+  asyncnd::Completion held;
+  std::atomic<bool> handed{false};
+  eng.push_async(
+      [&](asyncnd::Completion c) {
+        held = std::move(c);
+        handed = true;
+      },
+      {}, {v});
+  while (!handed) std::this_thread::yield();
+  return held;
 }
 
 }  // namespace asyncnd_test
