@@ -7,7 +7,10 @@
 // refused: `..` (plain or percent-encoded), backslashes, NUL bytes, and symlinks whose target
 // leaves those trees.
 //   node web/server.mjs [--port N] [--host H]      (PORT / HOST from the environment too)
-// Importable: startServer({ port, host }) resolves with the http.Server (port 0 = any free port).
+// N is a decimal integer from 0 to 65535, 0 meaning a free port the system picks (the address is
+// printed); anything else is refused, naming what was typed. Default 127.0.0.1:8080.
+// Importable: startServer({ port, host, log }) resolves with the http.Server (port 0 = any free
+// port); parseCommandLine and serverUrl are the command line's parts, for the tests.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -81,8 +84,10 @@ export function resolveRequest(rawUrl) {
   if (!r) return { status: 404, reason: 'not served' };
   let rootReal, fileReal;
   try {
-    rootReal = fs.realpathSync(r.root);
-    fileReal = fs.realpathSync(path.join(r.root, r.rel));
+    // The native realpath gives each name's case as it is on disk (the JavaScript one keeps the
+    // request's case on a case-insensitive file system).
+    rootReal = fs.realpathSync.native(r.root);
+    fileReal = fs.realpathSync.native(path.join(r.root, r.rel));
   } catch {
     return { status: 404, reason: 'no such file' };
   }
@@ -91,7 +96,9 @@ export function resolveRequest(rawUrl) {
     return { status: 403, reason: 'outside the served tree' };
   }
   if (r.root === WEB_ROOT) {
-    const top = path.relative(rootReal, fileReal).split(path.sep)[0];
+    // Compared without case: on a case-insensitive file system (macOS, Windows) /Node_Modules/
+    // and /TEST/ name the same folders.
+    const top = path.relative(rootReal, fileReal).split(path.sep)[0].toLowerCase();
     if (top === 'node_modules' || top === 'test') return { status: 404, reason: 'not served' };
   }
   let st;
@@ -127,23 +134,55 @@ function handle(req, res) {
   stream.pipe(res);
 }
 
-export function startServer({ port = 8080, host = '127.0.0.1' } = {}) {
+// log: where errors after listening go (an accept error such as EMFILE): the server reports
+// them and keeps serving; an 'error' event without a listener would end the process.
+export function startServer({ port = 8080, host = '127.0.0.1', log = console.error } = {}) {
   const server = http.createServer(handle);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      server.on('error', (e) => log(`server: ${e.message}`));
+      resolve(server);
+    });
   });
 }
 
+// The command line's options, then PORT and HOST from `env`: { port, host }, or an Error that
+// names what was given. Only a decimal integer is a port (Number() would read '', ' ', '0x50'
+// and '1e3' as ports); an empty host would listen on every interface.
+export function parseCommandLine(args, env = {}) {
+  const given = {};
+  for (let i = 0; i < args.length; ++i) {
+    const a = args[i];
+    if (a !== '--port' && a !== '--host') {
+      throw new Error(`unknown argument '${a}' (node web/server.mjs [--port N] [--host H])`);
+    }
+    if (i + 1 >= args.length) throw new Error(`${a} needs a value`);
+    given[a] = args[++i];
+  }
+  const [portText, portFrom] = given['--port'] !== undefined ? [given['--port'], '--port']
+    : env.PORT !== undefined ? [env.PORT, 'PORT'] : ['8080', 'the default'];
+  if (!/^[0-9]+$/.test(portText) || Number(portText) > 65535) {
+    throw new Error(`bad port '${portText}' (${portFrom}): a decimal integer from 0 to 65535, 0 for any free port`);
+  }
+  const [host, hostFrom] = given['--host'] !== undefined ? [given['--host'], '--host']
+    : env.HOST !== undefined ? [env.HOST, 'HOST'] : ['127.0.0.1', 'the default'];
+  if (host.trim() === '') throw new Error(`bad host '${host}' (${hostFrom}): empty`);
+  return { port: Number(portText), host };
+}
+
+// The address to open: an IPv6 host goes in brackets (http://[::1]:8080/).
+export function serverUrl({ address, port }) {
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}/`;
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] || '').href) {
-  const arg = (name) => {
-    const i = process.argv.indexOf(name);
-    return i > 0 ? process.argv[i + 1] : undefined;
-  };
-  const port = Number(arg('--port') ?? process.env.PORT ?? 8080);
-  const host = arg('--host') ?? process.env.HOST ?? '127.0.0.1';
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    console.error(`server: bad port '${port}'`);
+  let port, host;
+  try {
+    ({ port, host } = parseCommandLine(process.argv.slice(2), process.env));
+  } catch (e) {
+    console.error(`server: ${e.message}`);
     process.exit(2);
   }
   if (!fs.existsSync(path.join(WASM_ROOT, 'dist', 'asyncnd.wasm'))) {
@@ -156,9 +195,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] || '').href) {
   }
   startServer({ port, host }).then((s) => {
     const a = s.address();
-    console.log(`asyncnd playground: http://${a.address}:${a.port}/  (Ctrl-C stops it)`);
+    console.log(`asyncnd playground: ${serverUrl(a)}  (Ctrl-C stops it)`);
   }, (e) => {
-    console.error(`server: cannot listen on ${host}:${port}: ${e.message}`);
+    console.error(`server: cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${e.message}`);
     process.exit(1);
   });
 }

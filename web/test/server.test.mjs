@@ -1,13 +1,16 @@
 // server.test.mjs: the playground server sends the cross-origin isolation headers and the right
 // MIME types, and serves nothing outside web/ and the built module: `..` plain or percent-encoded,
-// backslashes, symlinks that leave the tree, the package's other files and web/node_modules.
+// backslashes, symlinks that leave the tree, the package's other files and web/node_modules, in
+// any case. Its command line takes only decimal ports and says what it refused; it prints IPv6
+// addresses in brackets; an error after listening is reported, not fatal.
 // Run: node --test web/test/server.test.mjs  (make test-web; needs wasm/dist/ from make wasm)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer, WEB_ROOT, WASM_ROOT } from '../server.mjs';
+import { spawnSync } from 'node:child_process';
+import { startServer, parseCommandLine, serverUrl, WEB_ROOT, WASM_ROOT } from '../server.mjs';
 
 let server, port;
 before(async () => {
@@ -123,5 +126,75 @@ test('a symlink inside web/ that points outside is refused; one that stays insid
   } finally {
     fs.unlinkSync(out);
     fs.unlinkSync(inside);
+  }
+});
+
+test('web/test and web/node_modules are refused in any case (case-insensitive file systems)', async () => {
+  // A folder named TEST: its own folder on Linux, web/test itself on macOS or Windows (EEXIST).
+  const upper = path.join(WEB_ROOT, 'TEST');
+  let made = false;
+  try {
+    fs.mkdirSync(upper);
+    made = true;
+    fs.writeFileSync(path.join(upper, 'e2e.mjs'), 'secret\n');
+  } catch (e) {
+    if (e.code !== 'EEXIST') throw e;
+  }
+  try {
+    for (const p of ['/TEST/e2e.mjs', '/Test/e2e.mjs', '/Node_Modules/chart.js/package.json']) {
+      const r = await get(p);
+      assert.equal(r.status, 404, `${p} answered ${r.status}`);
+    }
+  } finally {
+    if (made) fs.rmSync(upper, { recursive: true });
+  }
+});
+
+test('the command line: decimal ports 0..65535 only, refused values named; an empty host refused', () => {
+  assert.deepEqual(parseCommandLine([], {}), { port: 8080, host: '127.0.0.1' });
+  assert.deepEqual(parseCommandLine(['--port', '9000', '--host', '0.0.0.0'], {}), { port: 9000, host: '0.0.0.0' });
+  assert.deepEqual(parseCommandLine([], { PORT: '0', HOST: '::1' }), { port: 0, host: '::1' });
+  assert.deepEqual(parseCommandLine(['--port', '65535'], { PORT: 'x' }), { port: 65535, host: '127.0.0.1' });
+  for (const bad of ['', ' ', 'abc', '0x50', '1e3', '-1', '65536', '80.5', '+80', ' 80']) {
+    assert.throws(() => parseCommandLine(['--port', bad], {}), (e) => e.message.includes(`bad port '${bad}' (--port)`), `--port '${bad}'`);
+    assert.throws(() => parseCommandLine([], { PORT: bad }), (e) => e.message.includes(`bad port '${bad}' (PORT)`), `PORT='${bad}'`);
+  }
+  assert.throws(() => parseCommandLine(['--port'], {}), /--port needs a value/);
+  assert.throws(() => parseCommandLine(['--host'], {}), /--host needs a value/);
+  assert.throws(() => parseCommandLine(['--prot', '9000'], {}), /unknown argument '--prot'/);
+  assert.throws(() => parseCommandLine([], { HOST: '' }), /bad host '' \(HOST\)/);
+});
+
+test('the command line refuses before starting: exit 2 and the value as typed', () => {
+  const server = path.join(WEB_ROOT, 'server.mjs');
+  for (const [args, env, message] of [[['--port', 'abc'], {}, "bad port 'abc' (--port)"],
+                                      [['--port'], {}, '--port needs a value'],
+                                      [[], { PORT: '' }, "bad port '' (PORT)"]]) {
+    const r = spawnSync(process.execPath, [server, ...args], { env: { ...process.env, PORT: undefined, ...env }, encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 2, `${args} ${JSON.stringify(env)}: ${r.stderr}`);
+    assert.ok(r.stderr.includes(`server: ${message}`), r.stderr);
+  }
+});
+
+test('the address printed: IPv6 in brackets', () => {
+  assert.equal(serverUrl({ address: '127.0.0.1', port: 8080 }), 'http://127.0.0.1:8080/');
+  assert.equal(serverUrl({ address: '::1', port: 8080 }), 'http://[::1]:8080/');
+  assert.equal(serverUrl({ address: '::', port: 9000 }), 'http://[::]:9000/');
+});
+
+test('an error after listening (an accept error) is reported and the server keeps serving', async () => {
+  const logged = [];
+  const s = await startServer({ port: 0, log: (m) => logged.push(m) });
+  try {
+    s.emit('error', Object.assign(new Error('accept EMFILE'), { code: 'EMFILE' }));
+    s.emit('error', new Error('accept EMFILE again'));
+    assert.deepEqual(logged, ['server: accept EMFILE', 'server: accept EMFILE again']);
+    const r = await new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: s.address().port, path: '/' }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+    });
+    assert.equal(r, 200);
+  } finally {
+    s.closeAllConnections();
+    s.close();
   }
 });
