@@ -9,6 +9,7 @@
 import { PANELS, progressText } from './panels.js';
 import { buildGraph, clockSkewUs } from './graph.js';
 import { LANGUAGES, STORAGE_KEY, chooseLanguage, makeTranslator } from './i18n/index.js';
+import { checkBound, checkParam } from './inputs.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const el = (tag, attrs = {}, ...children) => {
@@ -120,15 +121,25 @@ window.playground = state;
 // ---- the worker ---------------------------------------------------------------------------
 function hardwareThreads() { return navigator.hardwareConcurrency || 2; }
 
-// An empty control keeps the engine's default bound (null); 0 switches that bound off. A bound is
-// a 32-bit size in WebAssembly (setMaxInflight refuses more): a larger entry, which the 2 GiB heap
-// could never reach anyway, is taken as that largest bound.
+// The header's bound fields, checked by inputs.js (checkBound: empty keeps the engine's default,
+// 0 switches the bound off, a positive number replaces it): { bound: { ops, bytes } }, or { error }
+// for the first field that is refused, which names it (field: its label's key). The banner under
+// the header says what is wrong until the field is corrected.
 function boundFromControls() {
-  const read = (id) => ($(id).value.trim() === '' ? null : Math.max(0, Number($(id).value) || 0));
-  const ops = read('#bound-ops'), mb = read('#bound-mb');
-  const size = (v) => Math.min(v, 0xffffffff);
-  return { ops: ops === null ? null : size(Math.floor(ops)),
-           bytes: mb === null ? null : size(Math.round(mb * 1e6)) };
+  const fields = [['#bound-ops', 'ops', 'header.maxOps'], ['#bound-mb', 'MB', 'header.maxMB']];
+  const bound = {};
+  let error = null;
+  for (const [id, kind, field] of fields) {
+    const input = $(id);
+    const r = checkBound(input.value, kind, input.validity.badInput);
+    input.classList.toggle('invalid', !!r.error);
+    if (r.error) error ??= { ...r.error, field };
+    else bound[kind === 'ops' ? 'ops' : 'bytes'] = r.value;
+  }
+  const banner = $('#bound-error');
+  banner.hidden = !error;
+  if (error) bind(banner, () => failureText(error));
+  return error ? { error } : { bound };
 }
 
 function setStatus(kind, text) {
@@ -136,8 +147,13 @@ function setStatus(kind, text) {
   bind($('#status-text'), text);
 }
 
-// A failure the Worker reports: its own (a dictionary key) or the engine's message, as it is.
-const failureText = (m) => (m.key ? t(m.key, m.params) : m.message);
+// A failure the Worker reports: its own (a dictionary key) or the engine's message, as it is; or
+// a field the page refused (inputs.js), whose name (m.field, a key) is written in the current
+// language.
+const failureText = (m) => (m.key ? t(m.key, m.field ? { ...m.params, field: t(m.field) } : m.params) : m.message);
+// The module's heap is full (the engine's "out of memory", or a JavaScript allocation that failed):
+// the page adds what frees it.
+const outOfMemory = (m) => !m.key && /out of (WebAssembly )?memory|allocation failed/i.test(m.message || '');
 
 function startWorker(threads) {
   if (state.worker) state.worker.terminate();
@@ -156,7 +172,8 @@ function startWorker(threads) {
     setStatus('error', () => t('status.workerFailed', { why: why || t('status.unknownError') }));
     updateButtons();
   };
-  w.postMessage({ type: 'init', threads, bound: boundFromControls() });
+  // A refused bound field starts the engine with its default; runs are refused until it is fixed.
+  w.postMessage({ type: 'init', threads, bound: boundFromControls().bound ?? null });
 }
 
 function onWorkerMessage(m) {
@@ -192,12 +209,13 @@ function onWorkerMessage(m) {
   }
 }
 
-function send(msg, handler) {
+// bound: what boundFromControls() accepted (the callers refuse to run otherwise).
+function send(msg, bound, handler) {
   const id = state.nextId++;
   state.handlers.set(id, handler);
   state.busy = id;
   updateButtons();
-  state.worker.postMessage({ ...msg, id, bound: boundFromControls() });
+  state.worker.postMessage({ ...msg, id, bound });
   return id;
 }
 
@@ -318,6 +336,7 @@ function showTimeline(key, canvas, note, m) {
   const events = m.events || [];
   canvas.closest('.timeline-box').dataset.events = String(events.length);
   if (!events.length) {
+    canvas.parentElement.hidden = true;  // no empty frame left from an earlier run
     bind(note, () => t('timeline.empty'));
     return;
   }
@@ -469,15 +488,55 @@ function showResult(p, m) {
   showTimeline(p.key, ui.tlCanvas, ui.tlNote, m);
 }
 
+// A run's error above the figures: the engine's own message as it is (data-raw), the page's in the
+// current language.
+function showRunError(ui, m) {
+  ui.figures.before(bind(el('div', { class: 'run-error', ...(m.key ? {} : { 'data-raw': '' }) }), () => failureText(m)));
+  if (outOfMemory(m)) ui.figures.before(bind(el('div', { class: 'run-error' }), () => t('error.oomHint')));
+}
+
+// The panel's parameters, each checked against its own min, max and step (inputs.js), then the
+// header's bound: { params, bound }, or { error } naming the first field refused.
+function panelInputs(p) {
+  const params = {};
+  for (const q of p.params || []) {
+    const input = p.ui.section.querySelector(`[data-param="${q.key}"]`);
+    const r = checkParam(input.value, q, input.validity.badInput);
+    if (r.error) return { error: { ...r.error, field: q.label } };
+    params[q.key] = r.value;
+  }
+  const b = boundFromControls();
+  return b.error ? b : { params, bound: b.bound };
+}
+
+// Removes a panel's results: after a failed run, the previous run's figures would read as this
+// run's.
+function clearResult(p) {
+  const ui = p.ui;
+  delete state.results[p.key];
+  ui.figures.replaceChildren();
+  if (state.charts[p.key]) state.charts[p.key].destroy();
+  delete state.charts[p.key];
+  ui.chartBox.hidden = true;
+  if (state.graphs[p.key]) state.graphs[p.key].destroy();
+  delete state.graphs[p.key];
+  ui.extra.replaceChildren();
+}
+
 function runPanel(p) {
   const ui = p.ui;
-  const params = {};
-  ui.section.querySelectorAll('[data-param]').forEach((i) => { params[i.dataset.param] = Number(i.value); });
+  ui.section.querySelectorAll('.run-error').forEach((e) => e.remove());
+  const input = panelInputs(p);
+  if (input.error) {
+    // Nothing is sent; the last run's results, if any, stay: they are still that run's.
+    ui.section.dataset.state = 'invalid';
+    showRunError(ui, input.error);
+    return;
+  }
   ui.section.dataset.state = 'running';
   bind(ui.run, () => t('panel.running'));
   setProgress(ui, 0, () => t('progress.starting'));
-  ui.section.querySelector('.run-error')?.remove();
-  send({ type: 'run', exp: p.key, params }, {
+  send({ type: 'run', exp: p.key, params: input.params }, input.bound, {
     progress: (m) => setProgress(ui, m.fraction, () => progressText(m.key, m.params, i18n)),
     log: () => {},
     done: (m) => {
@@ -491,8 +550,9 @@ function runPanel(p) {
       bind(ui.run, () => t('panel.run'));
       ui.section.dataset.state = 'failed';
       setProgress(ui, 0, () => t('panel.failed'));
-      // The engine's own message is shown as it is (data-raw), the page's in the current language.
-      ui.figures.before(bind(el('div', { class: 'run-error', ...(m.key ? {} : { 'data-raw': '' }) }), () => failureText(m)));
+      clearResult(p);
+      showRunError(ui, m);
+      showTimeline(p.key, ui.tlCanvas, ui.tlNote, m);  // what this run did before it failed
     },
   });
 }
@@ -514,16 +574,35 @@ return s.shape;
 }
 
 let editor;
+let errorLine = null;  // the CodeMirror line handle marked as the last error's, if any
+let scrollPending = false;
 // text: a string (what the code printed, shown as it is) or a function (a line the page writes,
-// in the current language).
-function appendOutput(level, text) {
+// in the current language). more: how many characters the Worker cut off the end of the string.
+function appendOutput(level, text, more = 0) {
   const out = $('#code-output');
   out.querySelector('.muted')?.remove();
   const line = el('div', { class: `line ${level}` });
   if (typeof text === 'function') bind(line, text);
   else line.textContent = text;
+  if (more) line.append(bind(el('span', { class: 'more' }), () => t('code.moreChars', { count: more })));
   out.append(line);
-  out.scrollTop = out.scrollHeight;
+  // Scrolled once per frame: reading scrollHeight after each of 2 000 lines laid the page out
+  // 2 000 times (seconds).
+  if (!scrollPending) {
+    scrollPending = true;
+    requestAnimationFrame(() => {
+      scrollPending = false;
+      out.scrollTop = out.scrollHeight;
+    });
+  }
+}
+
+// What a failed cell says: its SyntaxError (the cell never ran), a thrown value, or an error with
+// its line when the stack names one.
+function codeFailureText(m) {
+  if (m.parse) return t('code.parseError', { message: m.message });
+  const message = m.thrown ? t('code.thrown', { value: m.message }) : failureText(m);
+  return m.line ? t('code.errorAt', { line: String(m.line), message }) : t('code.error', { message });
 }
 
 function runCode() {
@@ -531,29 +610,37 @@ function runCode() {
   const out = $('#code-output');
   out.replaceChildren();
   editor.getAllMarks().forEach((mk) => mk.clear());
-  for (let i = 0; i < editor.lineCount(); ++i) editor.removeLineClass(i, 'background', 'error-line');
+  // Only the one line marked before: a loop over every line took seconds on 20 000 lines.
+  if (errorLine) editor.removeLineClass(errorLine, 'background', 'error-line');
+  errorLine = null;
+  delete state.results.code;
+  const b = boundFromControls();
+  if (b.error) {
+    appendOutput('error', () => failureText(b.error));
+    bind($('#code-state'), () => t('code.notRun'));
+    $('#panel-code').dataset.state = 'invalid';
+    return;
+  }
   bind($('#code-state'), () => t('code.running'));
   $('#panel-code').dataset.state = 'running';
-  delete state.results.code;
   const t0 = performance.now();
-  send({ type: 'code', src: editor.getValue() }, {
+  send({ type: 'code', src: editor.getValue() }, b.bound, {
     progress: () => {},
-    log: (m) => appendOutput(m.level, m.key ? () => t(m.key, m.params) : m.text),
+    log: (m) => appendOutput(m.level, m.key ? () => t(m.key, m.params) : m.text, m.more),
     done: (m) => {
       const ms = performance.now() - t0;
       if (m.result.valueError !== undefined) appendOutput('error', () => t('code.cannotShow', { message: m.result.valueError }));
-      else if (m.result.value !== undefined) appendOutput('result', `⇒ ${m.result.value}`);
+      else if (m.result.value !== undefined) appendOutput('result', `⇒ ${m.result.value}`, m.result.valueMore);
       bind($('#code-state'), () => t('code.finished', { time: fmt(ms / 1e3, 's'), count: m.result.opsPushed }));
       $('#panel-code').dataset.state = 'done';
       afterCode(m);
     },
     fail: (m) => {
-      appendOutput('error', () => {
-        const message = m.thrown ? t('code.thrown', { value: m.message }) : failureText(m);
-        return m.line ? t('code.errorAt', { line: String(m.line), message }) : t('code.error', { message });
-      });
-      if (m.line && m.line <= editor.lineCount()) editor.addLineClass(m.line - 1, 'background', 'error-line');
-      bind($('#code-state'), () => t('code.stopped'));
+      appendOutput('error', () => codeFailureText(m));
+      if (outOfMemory(m)) appendOutput('warn', () => t('error.oomHint'));
+      if (m.line && m.line <= editor.lineCount()) errorLine = editor.addLineClass(m.line - 1, 'background', 'error-line');
+      // Stop run and Reload worker end the run by starting a new engine: it did not keep running.
+      bind($('#code-state'), () => t(m.key === 'error.workerRestarted' ? 'code.restarted' : 'code.stopped'));
       $('#panel-code').dataset.state = 'failed';
       afterCode(m);
     },
@@ -603,8 +690,10 @@ function init() {
   select.value = String(initial);
   $('#reload').addEventListener('click', () => startWorker(Number(select.value)));
   $('#stop').addEventListener('click', () => startWorker(Number(select.value)));
+  // A field that is refused shows why at once (boundFromControls); nothing is sent then.
   const applyBound = () => {
-    if (state.ready && state.busy === null) state.worker.postMessage({ type: 'bound', bound: boundFromControls() });
+    const b = boundFromControls();
+    if (!b.error && state.ready && state.busy === null) state.worker.postMessage({ type: 'bound', bound: b.bound });
   };
   $('#bound-ops').addEventListener('change', applyBound);
   $('#bound-mb').addEventListener('change', applyBound);
@@ -616,7 +705,7 @@ function init() {
 
   editor = CodeMirror.fromTextArea($('#code-src'), {
     mode: 'javascript', lineNumbers: true, matchBrackets: true, autoCloseBrackets: true,
-    indentUnit: 2, tabSize: 2, viewportMargin: Infinity,
+    indentUnit: 2, tabSize: 2,
     extraKeys: { 'Ctrl-Enter': runCode, 'Cmd-Enter': runCode },
   });
   editor.setValue(defaultCode());
@@ -631,10 +720,13 @@ function init() {
   }).catch(() => {});
 
   if (!window.crossOriginIsolated || typeof SharedArrayBuffer === 'undefined') {
+    // Plain http:// to another machine is not a secure context: no isolation, whatever headers
+    // the server sends, so asking for those headers would send the reader the wrong way.
+    const secure = window.isSecureContext;
     const b = $('#isolation');
     b.hidden = false;
-    bind(b, () => html('banner.notIsolatedHtml'), 'html');
-    setStatus('error', () => t('status.notIsolated'));
+    bind(b, () => html(secure ? 'banner.notIsolatedHtml' : 'banner.notSecureHtml'), 'html');
+    setStatus('error', () => t(secure ? 'status.notIsolated' : 'status.notSecure'));
     document.querySelectorAll('button.run').forEach((x) => { x.dataset.unavailable = 'true'; x.disabled = true; });
     $('#reload').disabled = true;
     return;

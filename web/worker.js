@@ -6,9 +6,12 @@
 // Messages in:  {type:'init', threads, bound} · {type:'run', id, exp, params, bound}
 //               {type:'code', id, src, bound}
 // Messages out: {type:'ready', ...} · {type:'progress', id, fraction, key, params} ·
-//               {type:'log', id, level, text | key, params} ·
+//               {type:'log', id, level, text, more | key, params} ·
 //               {type:'done', id, result, events, eventsTotal, stats} ·
-//               {type:'failed', id, message | key, params, thrown, line} · {type:'fatal', message | key}
+//               {type:'failed', id, message | key, params, thrown, parse, line} ·
+//               {type:'fatal', message | key}
+// `more`: how many characters of a long line were not sent (MAX_LINE_CHARS); `parse`: the code
+// cell could not be parsed (it never ran).
 // A `key` names a text of the page's dictionaries (i18n/): the page writes it in the reader's
 // language. A `message` is an Error's own text (the engine's, the user's code's), shown as it is.
 'use strict';
@@ -102,83 +105,143 @@ const CELL_URL = 'playground-cell.js';
 function errorLine(e) {
   // The cell's function is named by its sourceURL; its body starts on line 3 of that source (the
   // header that `new AsyncFunction` adds takes two lines).
-  const m = new RegExp(`${CELL_URL.replace('.', '\\.')}:(\\d+):(\\d+)`).exec((e && e.stack) || '');
+  let stack;
+  try {
+    stack = String((e && e.stack) || '');
+  } catch {
+    return null;  // a thrown Proxy, revoked: no stack to read
+  }
+  const m = new RegExp(`${CELL_URL.replace('.', '\\.')}:(\\d+):(\\d+)`).exec(stack);
   return m ? Number(m[1]) - 2 : null;
 }
 
-// An Error's text; `thrown` tells the page when what was thrown is not an Error at all.
+// An Error's text; `thrown` tells the page when what was thrown is not an Error at all (then the
+// text is the value, as format() shows it: `throw null` shows null, `throw ''` shows ""). Never
+// throws: a Proxy or an object without a prototype must not turn into a second error.
 function describe(e) {
-  if (e instanceof Error) return { message: `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}`, thrown: false };
-  return { message: String(e), thrown: true };
+  try {
+    if (e instanceof Error) return { message: `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}`, thrown: false };
+  } catch { /* a hostile Error subclass or Proxy: shown as a value below */ }
+  return { message: format(e, true), thrown: true };
 }
 
-// Turns console arguments into text, as a terminal would show them.
-function format(v) {
-  if (typeof v === 'string') return v;
-  if (nd && v instanceof nd.NDArray) return v.isDeleted ? '<deleted NDArray>' : v.toString();
-  if (ArrayBuffer.isView(v)) {
-    const head = Array.from(v.slice(0, 32)).map((x) => Number(x.toPrecision(6)));
-    return `${v.constructor.name}(${v.length}) [${head.join(', ')}${v.length > 32 ? ', ...' : ''}]`;
-  }
-  if (v instanceof Error) return v.stack || String(v);
-  if (typeof v === 'object' && v !== null) {
+// A typed array's element: floats to 6 significant digits; integers (and BigInt64Array's bigints)
+// exactly, as toPrecision would round 1234567 to 1234570.
+const element = (x) => (typeof x === 'bigint' ? `${x}n` : Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(6))));
+// JSON.stringify's replacer: a bigint (which JSON refuses) as 1n, an NDArray as its shape.
+const replacer = (k, x) => (typeof x === 'bigint' ? `${x}n`
+  : nd && x instanceof nd.NDArray ? `<NDArray ${x.shape.join('x')}>` : x);
+
+// Turns console arguments into text, as a terminal would show them; `quote` writes a string as a
+// literal (a thrown '' must show as ""). Never throws for what it cannot show: the last resorts are
+// Object.prototype.toString ([object Object]) and the type's name. The one exception is an
+// NDArray whose op failed: toString() is a read, and a read rethrows the op's error, as the same
+// call in the cell would.
+function format(v, quote = false) {
+  if (typeof v === 'string') return quote ? JSON.stringify(v) : v;
+  let array = false;
+  try {
+    array = nd && v instanceof nd.NDArray;
+  } catch { /* a revoked Proxy throws even here */ }
+  if (array) return v.isDeleted ? '<deleted NDArray>' : v.toString();
+  try {
+    if (typeof v === 'bigint') return `${v}n`;
+    if (v instanceof DataView) return `DataView(${v.byteLength})`;
+    if (ArrayBuffer.isView(v)) {
+      const head = Array.from(v.subarray(0, 32), element);
+      return `${v.constructor.name}(${v.length}) [${head.join(', ')}${v.length > 32 ? ', ...' : ''}]`;
+    }
+    if (v instanceof Error) return v.stack || String(v);
+    if (typeof v === 'object' && v !== null) {
+      try {
+        const json = JSON.stringify(v, replacer);
+        if (json !== undefined) return json;
+      } catch { /* a cycle, or a toJSON that throws */ }
+      return Object.prototype.toString.call(v);
+    }
+    return String(v);
+  } catch {
     try {
-      return JSON.stringify(v, (k, x) => (nd && x instanceof nd.NDArray ? `<NDArray ${x.shape.join('x')}>` : x));
+      return Object.prototype.toString.call(v);
     } catch {
-      return String(v);
+      return `[${typeof v}]`;  // a revoked Proxy refuses even that
     }
   }
-  return String(v);
+}
+
+// What one console line or the returned value may send to the page: a 20 MB string froze the
+// page's layout for seconds, Stop included. Past the cap the page says how much was cut (`more`).
+const MAX_LINE_CHARS = 10000;
+const MAX_LINES = 2000;
+function capped(text) {
+  if (text.length <= MAX_LINE_CHARS) return { text, more: 0 };
+  // Not in the middle of a surrogate pair.
+  const end = /[\uD800-\uDBFF]/.test(text[MAX_LINE_CHARS - 1]) ? MAX_LINE_CHARS - 1 : MAX_LINE_CHARS;
+  return { text: text.slice(0, end), more: text.length - end };
 }
 
 async function runCode(id, src, bound) {
+  // The header's bound applies to this run, as to an experiment (and is set again at the end, in
+  // case the cell changed it).
+  setBound(bound);
   const ctx = makeContext(id, {}, bound);
-  const lines = [];
+  let lines = 0;
   const log = (level) => (...args) => {
-    const text = args.map(format).join(' ');
-    if (lines.length < 2000) {
-      lines.push({ level, text });
-      post({ type: 'log', id, level, text });
+    if (lines > MAX_LINES) return;
+    if (lines++ === MAX_LINES) {
+      post({ type: 'log', id, level: 'warn', key: 'code.truncated', params: { count: MAX_LINES } });
+      return;
     }
+    post({ type: 'log', id, level, ...capped(args.map((a) => format(a)).join(' ')) });
   };
-  const cons = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error') };
+  // debug, dir and table print as log does (a table as its JSON): a cell copied from elsewhere
+  // should not stop at "console.table is not a function".
+  const cons = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error'),
+                 debug: log('log'), dir: log('log'), table: log('log') };
   const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
   let fn;
   try {
     fn = new AsyncFunction('nd', 'console', 'sleep', `${src}\n//# sourceURL=${CELL_URL}`);
   } catch (e) {
-    post({ type: 'failed', id, ...describe(e), line: null, events: [], eventsTotal: 0 });
+    // The cell never ran: `parse` lets the page say so before the engine's SyntaxError text.
+    post({ type: 'failed', id, ...describe(e), parse: true, line: null, events: [], eventsTotal: 0 });
     return;
   }
   const before = nd.engine.stats();
   ctx.startProfile();
-  let value, error = null;
+  // `threw`, not the error's truth: `throw null`, `throw 0` and `throw ''` are failures too.
+  let value, error, threw = false;
   try {
     value = await fn(nd, cons, (ms) => new Promise((r) => setTimeout(r, ms)));
   } catch (e) {
+    threw = true;
     error = e;
   }
   // Whatever the code left queued finishes (or fails) before the profile is taken.
   try {
     nd.waitAll();
   } catch (e) {
-    if (!error) error = e;
+    if (!threw) {
+      threw = true;
+      error = e;
+    }
   }
   ctx.stopProfile();
   setBound(bound);
-  if (error) {
+  if (threw) {
     post({ type: 'failed', id, ...describe(error), line: errorLine(error),
            events: ctx.events, eventsTotal: ctx.total(), stats: nd.engine.stats() });
     return;
   }
   let shown, valueError;
   try {
-    shown = value === undefined ? undefined : format(value);
+    shown = value === undefined ? undefined : capped(format(value));
   } catch (e) {
-    valueError = describe(e).message;
+    valueError = describe(e).message;  // an NDArray whose op failed (format's one exception)
   }
   const after = nd.engine.stats();
-  post({ type: 'done', id, result: { value: shown, valueError, opsPushed: after.pushed - before.pushed },
+  post({ type: 'done', id, result: { value: shown?.text, valueMore: shown?.more, valueError,
+                                     opsPushed: after.pushed - before.pushed },
          events: ctx.events, eventsTotal: ctx.total(), stats: after });
 }
 
@@ -241,5 +304,6 @@ self.onmessage = (ev) => {
 // A promise rejection nobody handled (e.g. a forgotten `x.data()` in the code cell): show it.
 self.addEventListener('unhandledrejection', (ev) => {
   ev.preventDefault();
-  post({ type: 'log', id: null, level: 'error', key: 'code.unhandled', params: { message: describe(ev.reason).message } });
+  post({ type: 'log', id: null, level: 'error', key: 'code.unhandled',
+        params: { message: capped(describe(ev.reason).message).text } });
 });

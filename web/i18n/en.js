@@ -16,7 +16,7 @@ export default {
   'header.maxMBTitle': 'Backpressure: a push waits while this many MB of outputs are pending (empty = the engine’s default, a quarter of the 2 GiB heap; 0 = no bound)',
   'header.boundDefault': 'default',
   'header.stop': 'Stop run',
-  'header.stopTitle': 'Ends the current run by restarting the Web Worker',
+  'header.stopTitle': 'Ends the current run by restarting the Web Worker, with the number of worker threads selected',
   'status.starting': 'loading the module…',
   'status.loading': { one: 'loading the module with {count} engine thread…', other: 'loading the module with {count} engine threads…' },
   'status.ready': { one: 'ready · {count} engine thread · {backend} · threads available (cross-origin isolated)',
@@ -24,11 +24,17 @@ export default {
   'status.workerFailed': 'the worker failed to start: {why}',
   'status.unknownError': 'unknown error',
   'status.notIsolated': 'threads unavailable: the page is not cross-origin isolated',
+  'status.notSecure': 'threads unavailable: the page is not in a secure context (plain http:// to another machine)',
   'banner.notIsolatedHtml': '<strong>Threads are not available here.</strong> This page is not cross-origin isolated, so the browser ' +
     'withholds <code>SharedArrayBuffer</code>, which WebAssembly threads need, and the engine cannot start. ' +
     'Serve the playground with <code>make playground</code> (it sends the <code>Cross-Origin-Opener-Policy: same-origin</code> and ' +
     '<code>Cross-Origin-Embedder-Policy: require-corp</code> headers) and open <code>http://127.0.0.1:8080/</code>, not a file:// URL; ' +
     'another server must send the same two headers.',
+  'banner.notSecureHtml': '<strong>Threads are not available here.</strong> This page was opened over plain <code>http://</code> from ' +
+    'another machine, which is not a secure context: whatever headers the server sends, the browser then withholds ' +
+    '<code>SharedArrayBuffer</code>, which WebAssembly threads need, and the engine cannot start. Open it over HTTPS, or ' +
+    'through an SSH tunnel to the server (<code>ssh -L 8080:127.0.0.1:8080 host</code>, then <code>http://127.0.0.1:8080/</code>): ' +
+    '<code>localhost</code> and <code>127.0.0.1</code> count as secure.',
   'intro.textHtml': 'Every call to the engine only <em>queues</em> an operation and returns. Worker threads run the queued ' +
     'operations as soon as what they read is ready: independent ones at the same time, dependent ones in ' +
     'order. Your code waits only where it needs values. Each panel below runs one of the chapter’s experiments ' +
@@ -41,6 +47,15 @@ export default {
   'error.notLoaded': 'the module is not loaded',
   'error.notIsolated': 'this page is not cross-origin isolated: SharedArrayBuffer, and so WebAssembly threads, are unavailable',
   'error.noExperiment': 'no experiment named {name}',
+  'error.oomHint': 'The module’s memory is full. Arrays a code cell left behind are freed only when the garbage collector runs (delete() frees one at once); Reload worker starts a new engine with all its memory.',
+
+  // Fields the page refuses before running (inputs.js); {field} is the field's name
+  'input.notNumber': '{field}: what was typed is not a number',
+  'input.empty': '{field} is empty: give a value from {min} to {max}',
+  'input.rangeInt': '{field} = {value} is refused: a whole number from {min} to {max}',
+  'input.rangeStep': '{field} = {value} is refused: from {min} to {max} in steps of {step}',
+  'input.boundOps': '{field} = {value} is refused: a whole number of ops, 0 or more (empty: the engine’s default; 0: no bound)',
+  'input.boundMB': '{field} = {value} is refused: a number of MB, 0 or more, fractions allowed (empty: the engine’s default; 0: no bound)',
 
   // What every panel has
   'panel.run': 'Run',
@@ -228,7 +243,9 @@ export default {
   'code.helpHtml': 'JavaScript against the API, run in the Worker: blocking calls such as <code>x.item()</code>, ' +
     '<code>x.waitToRead()</code> and <code>nd.waitAll()</code> are allowed here. <code>nd</code> is the loaded module, ' +
     '<code>console.log</code> prints below, <code>await</code> works. The graph shows which operation read and wrote which ' +
-    'array; the timeline when each ran.',
+    'array; the timeline when each ran.' +
+    ' A cell that allocates without end can fill the tab’s memory and crash the tab. Arrays a cell leaves ' +
+    'behind are freed only when the garbage collector runs: <code>x.delete()</code> frees one at once, and Reload worker starts afresh.',
   'code.outputEmpty': 'Output appears here.',
   'code.graphTitle': 'Dependency graph',
   'code.graphHint': 'Run the code to see which op read and wrote which array.',
@@ -236,6 +253,11 @@ export default {
   'code.running': 'running…',
   'code.finished': { one: 'finished in {time} · {count} op pushed', other: 'finished in {time} · {count} ops pushed' },
   'code.stopped': 'stopped with an error; the engine keeps running',
+  'code.restarted': 'stopped: the worker was restarted with a new engine (the arrays made so far are gone)',
+  'code.notRun': 'not run: a field in the header is refused',
+  'code.parseError': 'The cell could not be parsed: {message}',
+  'code.moreChars': { one: '… and {count} more character', other: '… and {count} more characters' },
+  'code.truncated': 'output truncated after {count} lines',
   'code.error': 'Error: {message}',
   'code.errorAt': 'Error (line {line}): {message}',
   'code.thrown': 'a value that is not an Error was thrown: {value}',

@@ -14,7 +14,7 @@ export default {
   'header.maxMBTitle': 'Contre-pression : un ajout attend tant que ce nombre de Mo de résultats est en attente (vide = la valeur par défaut du moteur, un quart du tas de 2 Gio ; 0 = sans limite)',
   'header.boundDefault': 'défaut',
   'header.stop': 'Arrêter',
-  'header.stopTitle': 'Met fin à l’exécution en cours en redémarrant le Web Worker',
+  'header.stopTitle': 'Met fin à l’exécution en cours en redémarrant le Web Worker, avec le nombre de threads choisi',
   'status.starting': 'chargement du module…',
   'status.loading': { one: 'chargement du module avec {count} thread du moteur…', other: 'chargement du module avec {count} threads du moteur…' },
   'status.ready': { one: 'prêt · {count} thread du moteur · {backend} · threads disponibles (isolation cross-origin)',
@@ -22,11 +22,17 @@ export default {
   'status.workerFailed': 'le worker n’a pas pu démarrer : {why}',
   'status.unknownError': 'erreur inconnue',
   'status.notIsolated': 'threads indisponibles : la page n’est pas isolée (cross-origin)',
+  'status.notSecure': 'threads indisponibles : la page n’est pas dans un contexte sécurisé (http:// simple vers une autre machine)',
   'banner.notIsolatedHtml': '<strong>Pas de threads ici.</strong> Cette page n’est pas isolée (cross-origin isolation) : le navigateur ' +
     'refuse donc <code>SharedArrayBuffer</code>, dont les threads WebAssembly ont besoin, et le moteur ne peut pas démarrer. ' +
     'Servez le bac à sable avec <code>make playground</code> (qui envoie les en-têtes <code>Cross-Origin-Opener-Policy: same-origin</code> et ' +
     '<code>Cross-Origin-Embedder-Policy: require-corp</code>) et ouvrez <code>http://127.0.0.1:8080/</code>, pas une URL file:// ; ' +
     'tout autre serveur doit envoyer ces deux mêmes en-têtes.',
+  'banner.notSecureHtml': '<strong>Pas de threads ici.</strong> Cette page a été ouverte en <code>http://</code> simple depuis une autre ' +
+    'machine, ce qui n’est pas un contexte sécurisé : quels que soient les en-têtes envoyés par le serveur, le navigateur refuse ' +
+    'alors <code>SharedArrayBuffer</code>, dont les threads WebAssembly ont besoin, et le moteur ne peut pas démarrer. Ouvrez-la en ' +
+    'HTTPS, ou par un tunnel SSH vers le serveur (<code>ssh -L 8080:127.0.0.1:8080 host</code>, puis <code>http://127.0.0.1:8080/</code>) : ' +
+    '<code>localhost</code> et <code>127.0.0.1</code> comptent comme sécurisés.',
   'intro.textHtml': 'Chaque appel au moteur ne fait que <em>mettre en file d’attente</em> une opération, puis rend la main. Les threads ' +
     'du moteur exécutent les opérations en attente dès que ce qu’elles lisent est prêt : les indépendantes en même temps, ' +
     'les dépendantes dans l’ordre. Votre code n’attend que là où il a besoin de valeurs. Chaque panneau ci-dessous exécute ' +
@@ -38,6 +44,15 @@ export default {
   'error.notLoaded': 'le module n’est pas chargé',
   'error.notIsolated': 'cette page n’est pas isolée (cross-origin) : SharedArrayBuffer, et donc les threads WebAssembly, sont indisponibles',
   'error.noExperiment': 'aucune expérience ne s’appelle {name}',
+  'error.oomHint': 'La mémoire du module est pleine. Les tableaux laissés par une cellule de code ne sont libérés qu’au passage du ramasse-miettes (delete() en libère un tout de suite) ; « Relancer le worker » démarre un moteur neuf, avec toute sa mémoire.',
+
+  // Fields the page refuses before running (inputs.js); {field} is the field's name
+  'input.notNumber': '{field} : ce qui a été saisi n’est pas un nombre',
+  'input.empty': '{field} est vide : donnez une valeur de {min} à {max}',
+  'input.rangeInt': '{field} = {value} est refusé : un nombre entier de {min} à {max}',
+  'input.rangeStep': '{field} = {value} est refusé : de {min} à {max} par pas de {step}',
+  'input.boundOps': '{field} = {value} est refusé : un nombre entier d’opérations, 0 ou plus (vide : la valeur par défaut du moteur ; 0 : sans limite)',
+  'input.boundMB': '{field} = {value} est refusé : un nombre de Mo, 0 ou plus, décimales permises (vide : la valeur par défaut du moteur ; 0 : sans limite)',
 
   'panel.run': 'Lancer',
   'panel.running': 'En cours…',
@@ -218,7 +233,10 @@ export default {
   'code.helpHtml': 'Du JavaScript sur l’API, exécuté dans le Worker : les appels bloquants comme <code>x.item()</code>, ' +
     '<code>x.waitToRead()</code> et <code>nd.waitAll()</code> sont permis ici. <code>nd</code> est le module chargé, ' +
     '<code>console.log</code> écrit ci-dessous, <code>await</code> fonctionne. Le graphe montre quelle opération a lu et écrit ' +
-    'quel tableau ; la chronologie, quand chacune s’est exécutée.',
+    'quel tableau ; la chronologie, quand chacune s’est exécutée.' +
+    ' Une cellule qui alloue sans fin peut remplir la mémoire de l’onglet et le faire planter. Les tableaux ' +
+    'qu’elle laisse ne sont libérés qu’au passage du ramasse-miettes : <code>x.delete()</code> en libère un tout de suite, et ' +
+    '« Relancer le worker » repart de zéro.',
   'code.outputEmpty': 'La sortie s’affiche ici.',
   'code.graphTitle': 'Graphe de dépendance',
   'code.graphHint': 'Lancez le code pour voir quelle opération a lu et écrit quel tableau.',
@@ -226,6 +244,11 @@ export default {
   'code.running': 'en cours…',
   'code.finished': { one: 'terminé en {time} · {count} opération ajoutée', other: 'terminé en {time} · {count} opérations ajoutées' },
   'code.stopped': 'arrêté sur une erreur ; le moteur continue de tourner',
+  'code.restarted': 'arrêté : le worker a été redémarré avec un nouveau moteur (les tableaux créés jusqu’ici sont perdus)',
+  'code.notRun': 'non exécuté : un champ de l’en-tête est refusé',
+  'code.parseError': 'La cellule n’a pas pu être analysée : {message}',
+  'code.moreChars': { one: '… et {count} caractère de plus', other: '… et {count} caractères de plus' },
+  'code.truncated': 'sortie tronquée après {count} lignes',
   'code.error': 'Erreur : {message}',
   'code.errorAt': 'Erreur (ligne {line}) : {message}',
   'code.thrown': 'une valeur qui n’est pas une Error a été levée : {value}',

@@ -14,18 +14,24 @@ export default {
   'header.maxMBTitle': 'Tekanan balik: penambahan menunggu selama keluaran sebesar ini (MB) masih tertunda (kosong = bawaan mesin, seperempat dari heap 2 GiB; 0 = tanpa batas)',
   'header.boundDefault': 'bawaan',
   'header.stop': 'Hentikan',
-  'header.stopTitle': 'Mengakhiri proses yang sedang berjalan dengan memulai ulang Web Worker',
+  'header.stopTitle': 'Mengakhiri proses yang sedang berjalan dengan memulai ulang Web Worker, dengan jumlah thread pekerja yang dipilih',
   'status.starting': 'memuat modul…',
   'status.loading': { other: 'memuat modul dengan {count} thread mesin…' },
   'status.ready': { other: 'siap · {count} thread mesin · {backend} · thread tersedia (terisolasi lintas origin)' },
   'status.workerFailed': 'worker gagal dimulai: {why}',
   'status.unknownError': 'galat tidak dikenal',
   'status.notIsolated': 'thread tidak tersedia: halaman ini tidak terisolasi lintas origin',
+  'status.notSecure': 'thread tidak tersedia: halaman ini tidak berada dalam konteks aman (http:// biasa ke mesin lain)',
   'banner.notIsolatedHtml': '<strong>Thread tidak tersedia di sini.</strong> Halaman ini tidak terisolasi lintas origin, sehingga peramban ' +
     'tidak memberikan <code>SharedArrayBuffer</code> yang dibutuhkan thread WebAssembly, dan mesin tidak dapat dimulai. ' +
     'Sajikan ruang uji dengan <code>make playground</code> (yang mengirim header <code>Cross-Origin-Opener-Policy: same-origin</code> dan ' +
     '<code>Cross-Origin-Embedder-Policy: require-corp</code>) lalu buka <code>http://127.0.0.1:8080/</code>, bukan URL file://; ' +
     'server lain harus mengirim dua header yang sama.',
+  'banner.notSecureHtml': '<strong>Thread tidak tersedia di sini.</strong> Halaman ini dibuka lewat <code>http://</code> biasa dari mesin lain, ' +
+    'dan itu bukan konteks aman: apa pun header yang dikirim server, peramban tidak menyediakan <code>SharedArrayBuffer</code>, ' +
+    'yang dibutuhkan thread WebAssembly, sehingga mesin tidak dapat dimulai. Bukalah lewat HTTPS, atau melalui terowongan SSH ke ' +
+    'server (<code>ssh -L 8080:127.0.0.1:8080 host</code>, lalu <code>http://127.0.0.1:8080/</code>): <code>localhost</code> dan ' +
+    '<code>127.0.0.1</code> dianggap aman.',
   'intro.textHtml': 'Setiap panggilan ke mesin hanya <em>memasukkan</em> sebuah operasi ke antrian lalu kembali. Thread pekerja ' +
     'menjalankan operasi dalam antrian begitu data yang dibacanya siap: yang saling bebas dijalankan bersamaan, yang saling ' +
     'bergantung dijalankan berurutan. Kode Anda hanya menunggu di tempat ia membutuhkan nilai. Setiap panel di bawah menjalankan ' +
@@ -37,6 +43,15 @@ export default {
   'error.notLoaded': 'modul belum dimuat',
   'error.notIsolated': 'halaman ini tidak terisolasi lintas origin: SharedArrayBuffer, dan karena itu thread WebAssembly, tidak tersedia',
   'error.noExperiment': 'tidak ada eksperimen bernama {name}',
+  'error.oomHint': 'Memori modul penuh. Larik yang ditinggalkan sel kode baru dibebaskan saat pengumpul sampah berjalan (delete() langsung membebaskan satu larik); Muat ulang worker memulai mesin baru dengan seluruh memorinya.',
+
+  // Fields the page refuses before running (inputs.js); {field} is the field's name
+  'input.notNumber': '{field}: yang diketik bukan angka',
+  'input.empty': '{field} kosong: isi nilai dari {min} sampai {max}',
+  'input.rangeInt': '{field} = {value} ditolak: bilangan bulat dari {min} sampai {max}',
+  'input.rangeStep': '{field} = {value} ditolak: dari {min} sampai {max} dengan langkah {step}',
+  'input.boundOps': '{field} = {value} ditolak: bilangan bulat jumlah operasi, 0 atau lebih (kosong: bawaan mesin; 0: tanpa batas)',
+  'input.boundMB': '{field} = {value} ditolak: jumlah MB, 0 atau lebih, boleh pecahan (kosong: bawaan mesin; 0: tanpa batas)',
 
   'panel.run': 'Jalankan',
   'panel.running': 'Berjalan…',
@@ -212,7 +227,10 @@ export default {
   'code.helpHtml': 'JavaScript terhadap API, dijalankan di Worker: panggilan yang memblokir seperti <code>x.item()</code>, ' +
     '<code>x.waitToRead()</code> dan <code>nd.waitAll()</code> diperbolehkan di sini. <code>nd</code> adalah modul yang dimuat, ' +
     '<code>console.log</code> mencetak di bawah, <code>await</code> bisa dipakai. Grafik menunjukkan operasi mana yang membaca dan ' +
-    'menulis larik mana; lini masa menunjukkan kapan masing-masing berjalan.',
+    'menulis larik mana; lini masa menunjukkan kapan masing-masing berjalan.' +
+    ' Sel yang terus mengalokasikan memori dapat menghabiskan memori tab dan membuatnya mogok. Larik yang ' +
+    'ditinggalkannya baru dibebaskan saat pengumpul sampah berjalan: <code>x.delete()</code> langsung membebaskan satu larik, ' +
+    'dan Muat ulang worker memulai dari awal.',
   'code.outputEmpty': 'Keluaran muncul di sini.',
   'code.graphTitle': 'Grafik ketergantungan',
   'code.graphHint': 'Jalankan kode untuk melihat operasi mana yang membaca dan menulis larik mana.',
@@ -220,6 +238,11 @@ export default {
   'code.running': 'berjalan…',
   'code.finished': { other: 'selesai dalam {time} · {count} operasi ditambahkan' },
   'code.stopped': 'berhenti karena galat; mesin tetap berjalan',
+  'code.restarted': 'berhenti: worker dimulai ulang dengan mesin baru (larik yang sudah dibuat hilang)',
+  'code.notRun': 'tidak dijalankan: ada isian di kepala halaman yang ditolak',
+  'code.parseError': 'Sel tidak dapat diurai: {message}',
+  'code.moreChars': { other: '… dan {count} karakter lagi' },
+  'code.truncated': 'keluaran dipotong setelah {count} baris',
   'code.error': 'Galat: {message}',
   'code.errorAt': 'Galat (baris {line}): {message}',
   'code.thrown': 'yang dilempar bukan sebuah Error: {value}',

@@ -14,18 +14,23 @@ export default {
   'header.maxMBTitle': '背压：待产生的输出达到这么多 MB 时，新的入队要等待（留空表示引擎的默认值，即 2 GiB 堆的四分之一；0 表示不限制）',
   'header.boundDefault': '默认',
   'header.stop': '停止运行',
-  'header.stopTitle': '重新启动 Web Worker，以结束当前的运行',
+  'header.stopTitle': '用所选数量的工作线程重新启动 Web Worker，以结束当前的运行',
   'status.starting': '正在加载模块…',
   'status.loading': { other: '正在以 {count} 个引擎线程加载模块…' },
   'status.ready': { other: '就绪 · {count} 个引擎线程 · {backend} · 可以使用线程（已跨源隔离）' },
   'status.workerFailed': 'Worker 启动失败：{why}',
   'status.unknownError': '未知错误',
   'status.notIsolated': '无法使用线程：页面没有跨源隔离',
+  'status.notSecure': '无法使用线程：页面不在安全上下文中（从另一台机器通过普通 http:// 打开）',
   'banner.notIsolatedHtml': '<strong>这里无法使用线程。</strong>本页面没有跨源隔离，浏览器因此不提供 ' +
     'WebAssembly 线程所需的 <code>SharedArrayBuffer</code>，引擎无法启动。' +
     '请用 <code>make playground</code> 启动演练场（它会发送 <code>Cross-Origin-Opener-Policy: same-origin</code> 和 ' +
     '<code>Cross-Origin-Embedder-Policy: require-corp</code> 两个响应头），并打开 <code>http://127.0.0.1:8080/</code>，而不是 file:// 地址；' +
     '其他服务器也必须发送这两个响应头。',
+  'banner.notSecureHtml': '<strong>这里无法使用线程。</strong>本页面是从另一台机器通过普通的 <code>http://</code> 打开的，这不是安全上下文：' +
+    '无论服务器发送什么响应头，浏览器都不会提供 WebAssembly 线程所需的 <code>SharedArrayBuffer</code>，引擎因此无法启动。' +
+    '请通过 HTTPS 打开，或者建立到服务器的 SSH 隧道（<code>ssh -L 8080:127.0.0.1:8080 host</code>，然后打开 ' +
+    '<code>http://127.0.0.1:8080/</code>）：<code>localhost</code> 和 <code>127.0.0.1</code> 算作安全上下文。',
   'intro.textHtml': '对引擎的每次调用都只是把一个操作<em>放进队列</em>就返回。引擎的工作线程在操作所读的数据就绪后立即执行它：' +
     '相互独立的操作同时执行，相互依赖的操作按顺序执行。你的代码只在需要数值的地方等待。下面每个面板都在 Web Worker 中' +
     '运行本章的一个实验（本页面从不阻塞），显示测得的数字，以及每个引擎线程执行内容的时间线：滚动滚轮缩放，拖动平移，双击复原。',
@@ -35,6 +40,15 @@ export default {
   'error.notLoaded': '模块尚未加载',
   'error.notIsolated': '本页面没有跨源隔离：无法使用 SharedArrayBuffer，因此也无法使用 WebAssembly 线程',
   'error.noExperiment': '没有名为 {name} 的实验',
+  'error.oomHint': '模块的内存已满。代码单元留下的数组只有在垃圾回收运行时才会释放（delete() 可以立即释放一个）；“重启 Worker”会启动一个拥有全部内存的新引擎。',
+
+  // Fields the page refuses before running (inputs.js); {field} is the field's name
+  'input.notNumber': '{field}：输入的内容不是数字',
+  'input.empty': '{field} 为空：请输入 {min} 到 {max} 之间的值',
+  'input.rangeInt': '{field} = {value} 不被接受：应为 {min} 到 {max} 之间的整数',
+  'input.rangeStep': '{field} = {value} 不被接受：应在 {min} 到 {max} 之间，步长为 {step}',
+  'input.boundOps': '{field} = {value} 不被接受：应为 0 或更大的整数操作数（留空表示引擎的默认值；0 表示不限制）',
+  'input.boundMB': '{field} = {value} 不被接受：应为 0 或更大的 MB 数，可以有小数（留空表示引擎的默认值；0 表示不限制）',
 
   'panel.run': '运行',
   'panel.running': '运行中…',
@@ -200,7 +214,9 @@ export default {
   'code.title': '你自己的实验',
   'code.helpHtml': '针对 API 编写的 JavaScript，在 Worker 中运行：这里允许使用 <code>x.item()</code>、<code>x.waitToRead()</code> 和 ' +
     '<code>nd.waitAll()</code> 等阻塞调用。<code>nd</code> 是已加载的模块，<code>console.log</code> 输出在下方，可以使用 ' +
-    '<code>await</code>。依赖图显示哪个操作读写了哪个数组；时间线显示每个操作何时运行。',
+    '<code>await</code>。依赖图显示哪个操作读写了哪个数组；时间线显示每个操作何时运行。' +
+    '无休止地分配内存的代码可能耗尽标签页的内存，使标签页崩溃。代码留下的数组只有在垃圾回收运行时才会释放：' +
+    '<code>x.delete()</code> 可以立即释放一个数组，“重启 Worker”则从头开始。',
   'code.outputEmpty': '输出显示在这里。',
   'code.graphTitle': '依赖图',
   'code.graphHint': '运行代码，看看哪个操作读写了哪个数组。',
@@ -208,6 +224,11 @@ export default {
   'code.running': '运行中…',
   'code.finished': { other: '用时 {time} · 入队 {count} 个操作' },
   'code.stopped': '因错误而停止；引擎仍在运行',
+  'code.restarted': '已停止：Worker 已用新的引擎重新启动（之前创建的数组都已不存在）',
+  'code.notRun': '未运行：页头中有一个输入框的值不被接受',
+  'code.parseError': '无法解析该代码单元：{message}',
+  'code.moreChars': { other: '……还有 {count} 个字符' },
+  'code.truncated': '输出在 {count} 行之后被截断',
   'code.error': '错误：{message}',
   'code.errorAt': '错误（第 {line} 行）：{message}',
   'code.thrown': '抛出了一个不是 Error 的值：{value}',

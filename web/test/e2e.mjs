@@ -2,7 +2,8 @@
 // playwright-core). Starts the server on a free port, loads the page, runs every experiment panel
 // and checks that its figures are numbers, that E2's graph has the ops and arrays of
 // z = x * y + 2 with the right edges, that each run's timeline has events; runs the code cell
-// with a snippet and with one that throws; fails on any console error. Then the page in each of
+// with a snippet and with one that throws (falsy values, unprintable ones, syntax errors, long
+// output); refuses fields out of range; fails on any console error. Then the page in each of
 // its languages: switched live (results kept and re-rendered), E2 run again, no text overflowing
 // its box, every text on the page from that language's dictionary; ?lang=, the remembered choice
 // and the browser's preference. Screenshots go to build/playground/ (<lang>-*.png per language).
@@ -61,6 +62,15 @@ await page.route('**/*', (route) => {
   outside.push(u);
   return route.abort();
 });
+
+// Runs a code cell: its state ('done', 'failed', 'invalid' when refused) and its output lines.
+async function runCell(src) {
+  await page.evaluate((s) => window.playground.editor.setValue(s), src);
+  await page.click('#code-run');
+  await page.waitForFunction(() => ['done', 'failed', 'invalid'].includes(document.querySelector('#panel-code').dataset.state));
+  return page.evaluate(() => ({ state: document.querySelector('#panel-code').dataset.state,
+                                lines: [...document.querySelectorAll('#code-output .line')].map((l) => l.textContent) }));
+}
 
 const figures = (key) => page.$$eval(`#panel-${key} td[data-fig]`,
   (tds) => tds.map((td) => ({ key: td.dataset.fig, value: td.dataset.value, text: td.textContent })));
@@ -240,6 +250,56 @@ try {
     assert.equal(f.ops, 4);
   });
 
+  await check('code cell: falsy throws fail, any value prints, syntax errors say so, long output is cut', async () => {
+    for (const [src, shown] of [['throw null;', 'null'], ['await Promise.reject(0);', '0'], ["throw '';", '""']]) {
+      const r = await runCell(src);
+      assert.equal(r.state, 'failed', src);
+      assert.deepEqual(r.lines, [`Error: a value that is not an Error was thrown: ${shown}`], src);
+    }
+    let r = await runCell("console.log(new BigInt64Array(2), { a: 1n });\nconsole.debug('d');\nconsole.table([1]);\n" +
+                          'throw Object.create(null);');
+    assert.equal(r.state, 'failed');
+    assert.deepEqual(r.lines, ['BigInt64Array(2) [0n, 0n] {"a":"1n"}', 'd', '[1]', 'Error: a value that is not an Error was thrown: {}']);
+    r = await runCell('const = 3;');
+    assert.match(r.lines[0], /^The cell could not be parsed: SyntaxError: /);
+    r = await runCell("console.log('x'.repeat(1e6));\nfor (let i = 0; i < 2001; ++i) console.log(i);");
+    assert.equal(r.state, 'done');
+    assert.ok(r.lines[0].length < 10100 && r.lines[0].endsWith('… and 990,000 more characters'), r.lines[0].slice(-60));
+    assert.equal(r.lines.length, 2001);
+    assert.equal(r.lines[2000], 'output truncated after 2,000 lines');
+  });
+
+  await check('panel fields and the header bounds: out of range refused with the field and value, nothing sent', async () => {
+    for (const [key, param, value, message] of [['E3', 'n', '-1', 'size = -1 is refused: from 200 to 3,000 in steps of 100'],
+                                                ['E5', 'N', '', 'ops is empty: give a value from 1,000 to 50,000'],
+                                                ['E6', 'batches', '101', 'batches = 101 is refused: a whole number from 2 to 100']]) {
+      const input = `#panel-${key} input[data-param="${param}"]`;
+      const before = await page.inputValue(input);
+      await page.fill(input, value);
+      await page.click(`#panel-${key} button.run`);
+      assert.equal(await page.$eval(`#panel-${key}`, (e) => e.dataset.state), 'invalid');
+      assert.equal(await page.textContent(`#panel-${key} .run-error`), message);
+      assert.equal(await page.evaluate(() => window.playground.busy), null, 'a refused run was sent');
+      await page.fill(input, before);
+    }
+    // Negative or fractional ops are refused, not read as 0 (no bound).
+    await page.fill('#bound-ops', '-5');
+    await page.dispatchEvent('#bound-ops', 'change');
+    assert.equal(await page.isVisible('#bound-error'), true);
+    const r = await runCell('return 1;');
+    assert.equal(r.state, 'invalid');
+    assert.deepEqual(r.lines, ['Max ops in flight = -5 is refused: a whole number of ops, 0 or more (empty: the engine’s default; 0: no bound)']);
+    // A run applies the bound the fields show, without waiting for a change event.
+    await page.$eval('#bound-ops', (i) => { i.value = '7'; });
+    await page.$eval('#bound-mb', (i) => { i.value = '0.0000001'; });  // a tenth of a byte: one byte, not 0 (off)
+    assert.deepEqual((await runCell('const s = nd.engine.stats();\nreturn [s.maxInflightOps, s.maxInflightBytes];')).lines, ['⇒ [7,1]']);
+    assert.equal(await page.isVisible('#bound-error'), false);
+    for (const id of ['#bound-ops', '#bound-mb']) {
+      await page.fill(id, '');
+      await page.dispatchEvent(id, 'change');
+    }
+  });
+
   await check('backpressure control and reloading the worker with another thread count', async () => {
     await page.fill('#bound-ops', '4');
     await page.dispatchEvent('#bound-ops', 'change');
@@ -271,6 +331,17 @@ try {
     await page.click('#stop');
     await page.waitForFunction(() => document.querySelector('#panel-code').dataset.state === 'failed');
     assert.match(await page.textContent('#code-output'), /the worker was restarted/);
+    assert.match(await page.textContent('#code-state'), /^stopped: the worker was restarted with a new engine/);
+    await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
+    // A panel stopped in its run: the previous run's figures and text go with it.
+    await runPanel('E3', { n: 1000 });
+    await page.fill('#panel-E3 input[data-param="n"]', '3000');
+    await page.click('#panel-E3 button.run');
+    await page.waitForFunction(() => !document.querySelector('#stop').disabled);
+    await page.click('#stop');
+    await page.waitForFunction(() => document.querySelector('#panel-E3').dataset.state === 'failed');
+    assert.deepEqual(await page.$eval('#panel-E3', (e) => [e.querySelectorAll('td[data-fig]').length, e.querySelector('.result-text'),
+                                                            e.querySelector('.chart-box').hidden]), [0, null, true]);
     await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
     await page.evaluate(() => window.playground.editor.setValue('return nd.ones([3]).sum().item();'));
     await page.click('#code-run');
@@ -406,6 +477,21 @@ try {
     assert.match(await banner.textContent(), /not cross-origin isolated.*make playground/s);
     assert.equal(await p2.$eval('#panel-E1 button.run', (b) => b.disabled), true);
     await p2.screenshot({ path: path.join(SHOTS, 'not-isolated.png') });
+    await p2.close();
+    assert.deepEqual(consoleErrors, []);
+  });
+  await check('plain http:// to another machine: the page says it is not a secure context', async () => {
+    // The same server's answers under a name that is not localhost, as a LAN address would be.
+    const p2 = await context.newPage();
+    p2.on('pageerror', (e) => consoleErrors.push(`page error (not secure): ${e.message}`));
+    await p2.route('http://insecure.test/**', async (route) => {
+      const u = new URL(route.request().url());
+      await route.fulfill({ response: await route.fetch({ url: new URL(u.pathname + u.search, base).href }) });
+    });
+    await p2.goto('http://insecure.test/');
+    assert.equal(await p2.evaluate(() => window.isSecureContext), false);
+    assert.match(await p2.textContent('#isolation'), /not a secure context.*HTTPS.*SSH tunnel/s);
+    assert.match(await p2.textContent('#status-text'), /not in a secure context/);
     await p2.close();
     assert.deepEqual(consoleErrors, []);
   });

@@ -3,6 +3,7 @@
 // same <code> in HTML keys; no key is unused by the page's code; nothing is left identical to
 // English except the short list below; the page's HTML has no text of its own outside the
 // dictionaries; the language is chosen as documented; numbers are formatted for the language.
+// And the page's checks on its number fields (inputs.js), whose refusals are dictionary texts.
 // Run: node --test web/test/i18n.test.mjs  (make test-web)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LANGUAGES, chooseLanguage, languageOf, makeTranslator, unitFormatter, unitSupported } from '../i18n/index.js';
+import { MAX_BOUND, checkBound, checkParam } from '../inputs.js';
+import { PANELS } from '../panels.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const web = path.join(here, '..');
@@ -76,9 +79,10 @@ test('nothing is left in English outside the allow-list', () => {
   }
 });
 
-// The page's sources that may use keys: the page, its panels and the Worker (which words the
-// experiments' steps: experiments/chapter.cjs names them, and holds no key and no text).
-const sources = ['index.html', 'app.js', 'panels.js', 'worker.js']
+// The page's sources that may use keys: the page, its panels, its field checks and the Worker
+// (which words the experiments' steps: experiments/chapter.cjs names them, and holds no key and
+// no text).
+const sources = ['index.html', 'app.js', 'panels.js', 'worker.js', 'inputs.js']
   .map((f) => fs.readFileSync(path.join(web, f), 'utf8')).join('\n');
 
 test('every key is used by the page (written out in full, so that this can check it)', () => {
@@ -157,4 +161,72 @@ test("microseconds without Intl's 'microsecond' unit: the same text as with it",
   // What each language writes (CLDR, as Node 20 and Chromium format 'microsecond').
   const expect = { en: '1,234.50 μs', fr: '1\u202f234,50\u202fμs', zh: '1,234.50微秒', id: '1.234,50 μd' };
   for (const l of LANGUAGES) assert.equal(unitFormatter(l, () => false)('microsecond', 1234.5, 2), expect[l.code], l.code);
+});
+
+// A panel's field, as panels.js declares it: the checks run against the page's real ranges.
+const field = (panel, key) => PANELS.find((p) => p.key === panel).params.find((q) => q.key === key);
+
+test('panel fields: their own min, max and step, whole numbers where the step is; empty refused', () => {
+  const ok = (text, q, value) => assert.deepEqual(checkParam(text, q), { value }, `${q.key} '${text}'`);
+  const refused = (text, q, key) => assert.equal(checkParam(text, q).error?.key, key, `${q.key} '${text}'`);
+  const iters = field('E1', 'iters'), n = field('E1', 'n'), N = field('E5', 'N');
+  const batches = field('E6', 'batches'), boundMB = field('E6', 'boundMB');
+  for (const t of ['-1', '0', '0.5', '21', '0x5', '1e400', 'abc']) refused(t, iters, 'input.rangeInt');
+  refused('', iters, 'input.empty');
+  refused(' ', iters, 'input.empty');
+  assert.equal(checkParam('', iters, true).error.key, 'input.notNumber');  // text a number field cannot read
+  ok('1', iters, 1);
+  ok(' 20 ', iters, 20);
+  ok('1e1', iters, 10);
+  for (const t of ['150', '100000', '-100', '0']) refused(t, n, 'input.rangeStep');
+  ok('2000', n, 2000);
+  for (const t of ['-1000', '0.5', '1500', '51000']) refused(t, N, 'input.rangeStep');
+  ok('50000', N, 50000);
+  // E6's batches: 2 to the chapter's 100, as README.md says.
+  for (const t of ['1', '101', '2.5']) refused(t, batches, 'input.rangeInt');
+  ok('2', batches, 2);
+  ok('100', batches, 100);
+  // A decimal step: on the grid despite binary rounding, off it refused.
+  ok('25.2', boundMB, 25.2);
+  ok('1024', boundMB, 1024);
+  for (const t of ['25.25', '0.05', '1024.1']) refused(t, boundMB, 'input.rangeStep');
+  // Every field's own default passes its check.
+  for (const p of PANELS) for (const q of p.params || []) ok(String(q.value), q, q.value);
+});
+
+test('bound fields: empty is the default, 0 is off, negative or fractional ops refused, MB never 0 by rounding', () => {
+  const ok = (text, kind, value) => assert.deepEqual(checkBound(text, kind), { value }, `${kind} '${text}'`);
+  const refused = (text, kind) => assert.equal(checkBound(text, kind).error?.key, kind === 'ops' ? 'input.boundOps' : 'input.boundMB',
+                                                `${kind} '${text}'`);
+  ok('', 'ops', null);
+  ok('0', 'ops', 0);
+  ok('4', 'ops', 4);
+  ok('1e3', 'ops', 1000);
+  ok('5000000000', 'ops', MAX_BOUND);  // past a 32-bit size: the largest bound
+  for (const t of ['-5', '-1', '-0', '0.5', '1.5', 'abc', '0x50', '1e400']) refused(t, 'ops');
+  ok('', 'MB', null);
+  ok('0', 'MB', 0);
+  ok('25.2', 'MB', 25200000);
+  ok('0.5', 'MB', 500000);
+  ok('0.0000001', 'MB', 1);  // a tenth of a byte: still a bound, not 0 (off)
+  ok('5000', 'MB', MAX_BOUND);
+  for (const t of ['-1', '-0.5', 'abc']) refused(t, 'MB');
+  assert.equal(checkBound('', 'MB', true).error.key, 'input.notNumber');
+});
+
+test('a refused field is named with its value and range, in every language', () => {
+  for (const l of LANGUAGES) {
+    const tr = makeTranslator(l.code);
+    const say = (r, label) => tr.t(r.error.key, { ...r.error.params, field: tr.t(label) });
+    const iters = say(checkParam('-1', field('E1', 'iters')), 'param.repeats');
+    for (const part of [tr.t('param.repeats'), '-1', tr.number(1), tr.number(20)]) assert.ok(iters.includes(part), `${l.code}: ${iters}`);
+    const n = say(checkParam('150', field('E1', 'n')), 'param.size');
+    for (const part of ['150', tr.number(100), tr.number(2000)]) assert.ok(n.includes(part), `${l.code}: ${n}`);
+    const mb = say(checkParam('0.05', field('E6', 'boundMB')), 'param.boundMB');
+    assert.ok(mb.includes(tr.number(0.1)) && mb.includes(tr.number(1024)), `${l.code}: ${mb}`);
+    const ops = say(checkBound('-5', 'ops'), 'header.maxOps');
+    assert.ok(ops.includes(tr.t('header.maxOps')) && ops.includes('-5'), `${l.code}: ${ops}`);
+    assert.ok(say(checkBound('0.5', 'ops'), 'header.maxOps').includes('0.5'), l.code);  // as typed, not 0,5
+    assert.ok(say(checkBound('-1', 'MB'), 'header.maxMB').includes(tr.t('header.maxMB')), l.code);
+  }
 });
