@@ -165,6 +165,14 @@ struct Ticket {
   }
 };
 
+// Collectives take their sequence numbers in push order on the pushing thread; on a worker the
+// number would be taken at a time that differs between ranks (and a blocking one would hold it).
+void check_not_in_op(const char* op) {
+  if (Engine::on_worker_thread())
+    throw Error(std::string(op) + ": called from inside an op; collectives must be called from "
+                                  "the thread that pushes them");
+}
+
 void check_array(const char* op, const NDArray& a) {
   if (!a.defined()) throw Error(std::string(op) + ": array is empty (default-constructed)");
   if (!a.device().is_cpu())
@@ -176,10 +184,7 @@ void check_array(const char* op, const NDArray& a) {
 void push_collective(const char* op_name, NDArray& a, Kind kind, Reduce op, int root,
                      std::string what) {
   Comm& c = comm(op_name);
-  // On a worker, the sequence number would be taken at a time that differs between ranks.
-  if (Engine::on_worker_thread())
-    throw Error(std::string(op_name) + ": called from inside an op; collectives must be called "
-                                       "from the thread that pushes them");
+  check_not_in_op(op_name);
   // An in-place write like +=: refused on an array autograd records, and counted, so that a
   // backward that would read the old values refuses (autograd.h, "In place").
   asyncnd::detail::check_inplace_allowed(op_name, a, nullptr);
@@ -205,9 +210,7 @@ void push_collective(const char* op_name, NDArray& a, Kind kind, Reduce op, int 
 
 // Runs a blocking collective on the communication thread, in sequence.
 void run_blocking(const char* op, Request r) {
-  if (Engine::on_worker_thread())
-    throw Error(std::string(op) + ": called from inside an op; collectives must be called from "
-                                  "the thread that pushes them");
+  check_not_in_op(op);
   Comm& c = comm(op);
   r.seq = c.next_seq();
   std::promise<std::string> result;
