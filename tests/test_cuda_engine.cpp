@@ -81,19 +81,40 @@ TEST_CASE("cuda: copies between two GPUs", "[gpu][multigpu]") {
 TEST_CASE("cuda: a failing kernel launch poisons its outputs with CUDA's error text",
           "[gpu][engine][api_errors]") {
   if (!gpus_or_skip("cuda kernel errors")) return;
+#if ASYNCND_HAVE_CUDA
   leak_checked([] {
     const Device g = Device::gpu(0);
-    // A 2-D transpose with more than 65535 tiles of rows exceeds the grid's y limit: the launch
-    // fails with cudaErrorInvalidConfiguration, which does not damage the device context.
-    const NDArray t = nd::zeros({2097153, 1}, g);
+    // The transpose's launch fails as one asking for too many registers would
+    // (cudaErrorLaunchOutOfResources, which does not damage the device context); u + 1, which
+    // reads it, fails with its error.
+    const NDArray t = nd::zeros({5, 3}, g);
+    t.wait_to_read();
+    detail::cuda_fail_next_launches(0, 1);
     const NDArray u = nd::transpose(t);
     const NDArray w = u + 1.0f;
     CHECK_THROWS_WITH(u.wait_to_read(), Catch::Contains("transpose failed on gpu(0)") &&
-                                            Catch::Contains("cudaErrorInvalidConfiguration"));
-    CHECK_THROWS_WITH(w.to_vector(), Catch::Contains("cudaErrorInvalidConfiguration"));
+                                            Catch::Contains("cudaErrorLaunchOutOfResources"));
+    CHECK_THROWS_WITH(w.to_vector(), Catch::Contains("cudaErrorLaunchOutOfResources"));
     check_exact((nd::ones({3}, g) + 1.0f).to_vector(), {2, 2, 2}, "the device still works");
     // Out of device memory: at the call, before anything is queued.
     expect_error([&] { nd::empty({std::int64_t{1} << 45}, g); }, {"empty", "cannot allocate"});
+  });
+#endif
+}
+
+TEST_CASE("cuda: a 2-D transpose of more rows than the grid has row tiles", "[gpu][ops]") {
+  if (!gpus_or_skip("cuda tall transposes")) return;
+  leak_checked([] {
+    // The kernel's blocks take tiles of 32 rows, and the grid's y holds 65535 of them: past
+    // 2 097 120 rows a block takes several. Rows that end mid-tile, one column and three.
+    for (const Shape& shape : {Shape{2097153, 1}, Shape{65535 * 32 * 2 + 5, 3}}) {
+      INFO("shape " << shape_str(shape));
+      const std::int64_t n = shape[0] * shape[1];
+      const NDArray cpu = nd::arange(0.0f, static_cast<float>(n), 1.0f).reshape(shape);
+      const std::vector<float> want = nd::transpose(cpu).to_vector();
+      const std::vector<float> got = nd::transpose(cpu.copy_to(Device::gpu(0))).to_vector();
+      check_exact(got, want, "transpose on gpu(0) against the CPU's");
+    }
   });
 }
 

@@ -199,20 +199,31 @@ struct TimedSpan {
 
 class DeviceState {
  public:
-  // Leaves the calling thread's current device as it was.
+  // Leaves the calling thread's current device as it was. A constructor that throws keeps
+  // nothing (the backend makes the state again at the device's next use): the streams and the
+  // cuBLAS handle made so far are destroyed, and the poller, which uses `this`, starts last.
   DeviceState(int id, PinnedPool* pinned) : id_(id), pinned_(pinned) {
     int previous = 0;
     check(cudaGetDevice(&previous), "cudaGetDevice", id);
     check(cudaSetDevice(id), "cudaSetDevice", id);
-    check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate", id);
-    check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate", id);
-    check_blas(cublasCreate(&blas_), "cublasCreate", id);
-    check_blas(cublasSetStream(blas_, compute_), "cublasSetStream", id);
-    // Plain FP32 (no TF32): the results are compared with the CPU's.
-    check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", id);
-    poller_ = std::thread([this] { poll(); });
+    try {
+      check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate", id);
+      check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate", id);
+      check_blas(cublasCreate(&blas_), "cublasCreate", id);
+      check_blas(cublasSetStream(blas_, compute_), "cublasSetStream", id);
+      // Plain FP32 (no TF32): the results are compared with the CPU's.
+      check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", id);
+      check(cudaSetDevice(previous), "cudaSetDevice", previous);
+      poller_ = std::thread([this] { poll(); });
+    } catch (...) {
+      if (blas_) cublasDestroy(blas_);
+      if (copy_) cudaStreamDestroy(copy_);
+      if (compute_) cudaStreamDestroy(compute_);
+      cudaGetLastError();
+      cudaSetDevice(previous);
+      throw;
+    }
     poller_.detach();  // the state lives as long as the process (the backend is never destroyed)
-    check(cudaSetDevice(previous), "cudaSetDevice", previous);
   }
 
   int id() const { return id_; }
@@ -284,26 +295,30 @@ class DeviceState {
     // Ops that used the block are all queued (the engine frees after the last one); mark the
     // point on the compute stream after which it is free, covering a copy-stream write too.
     // (A small block's free that follows a compute-stream write makes no CUDA call.)
+    // Each CUDA call's status is looked at: one that failed is handled here by waiting on the
+    // host, and its error cleared, so that it is not reported by a later, unrelated launch.
     const bool other_stream = b->stream && b->stream != compute_;
     const bool small = b->size <= kEagerEventBytes;
     if (other_stream || !small) cudaSetDevice(id_);
     if (other_stream) {
-      if (b->pending && ensure_event(b) != cudaSuccess) {
+      cudaError_t e = b->pending ? ensure_event(b) : cudaSuccess;
+      if (e == cudaSuccess && b->pending) e = cudaEventRecord(b->ready, b->stream);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(compute_, b->ready, 0);
+      if (e != cudaSuccess) {  // no event to wait for: the write is done after this
         cudaGetLastError();
-        cudaStreamSynchronize(b->stream);  // no event to wait for: the write is done after this
-      } else {
-        if (b->pending) cudaEventRecord(b->ready, b->stream);
-        cudaStreamWaitEvent(compute_, b->ready, 0);
+        cudaStreamSynchronize(b->stream);
+        cudaGetLastError();
       }
     }
     b->stream = compute_;
     b->pending = small;
     if (!small) {
-      if (ensure_event(b) == cudaSuccess) {
-        cudaEventRecord(b->ready, compute_);
-      } else {  // no event: a later user on another stream would not wait, so wait here
-        cudaGetLastError();
+      cudaError_t e = ensure_event(b);
+      if (e == cudaSuccess) e = cudaEventRecord(b->ready, compute_);
+      if (e != cudaSuccess) {  // no event: a later user on another stream would not wait
+        cudaGetLastError();    // for it, so wait here
         cudaStreamSynchronize(compute_);
+        cudaGetLastError();
         b->stream = nullptr;
       }
     }
@@ -414,13 +429,24 @@ class DeviceState {
 
   // ---- completions ---------------------------------------------------------------------------
   // Records an event on `stream` and hands `p` to the poller, which acts once it fires.
+  // Throws if no event can be recorded. The copy is queued then and may still use the staging
+  // buffer: the buffer goes back to the pool once the stream has finished, or, if the stream
+  // cannot be synchronised, is never reused (leaked rather than written under a later copy).
   void complete_after(cudaStream_t stream, Pending p) {
-    p.event = take_event();
-    const cudaError_t e = cudaEventRecord(p.event, stream);
+    const char* what = "cudaEventCreate";
+    cudaError_t e = new_event(&p.event);
+    if (e == cudaSuccess) {
+      what = "cudaEventRecord";
+      e = cudaEventRecord(p.event, stream);
+      if (e != cudaSuccess) give_event(p.event);
+    }
     if (e != cudaSuccess) {
-      give_event(p.event);
-      pinned_->put(p.staging);
-      check(e, "cudaEventRecord", id_);
+      cudaGetLastError();
+      if (p.staging.ptr) {
+        if (cudaStreamSynchronize(stream) == cudaSuccess) pinned_->put(p.staging);
+        cudaGetLastError();
+      }
+      check(e, what, id_);
     }
     {
       std::lock_guard<std::mutex> lock(pmu_);
@@ -430,6 +456,15 @@ class DeviceState {
   }
 
   PinnedPool& pinned() { return *pinned_; }
+
+  // ---- failures made on purpose (cuda_fail_next_launches) ------------------------------------
+  void fail_next_launches(int n) { fail_launches_.store(n, std::memory_order_relaxed); }
+  bool take_failed_launch() {
+    int n = fail_launches_.load(std::memory_order_relaxed);
+    while (n > 0 && !fail_launches_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+    }
+    return n > 0;
+  }
 
   // ---- device-side timing (profiling) ----------------------------------------------------------
   // Records a timing event on `stream` before a timed launch; span_end records the one after it
@@ -502,8 +537,9 @@ class DeviceState {
     return out;
   }
 
-  // cuBLAS calls on this device's handle come from its engine worker and from the bench's direct
-  // timing (cuda_direct_sgemm_seconds).
+  // The device's cuBLAS handle, used by GEMMs (gemm, below) under its mutex: a handle serves one
+  // thread at a time. (bench_gpu's GEMM timed without the engine, direct_sgemm_seconds in
+  // bench/gpu.cpp, makes a handle of its own.)
   std::mutex& blas_mutex() { return blas_mu_; }
   cublasHandle_t blas() const { return blas_; }
 
@@ -603,19 +639,16 @@ class DeviceState {
   }
 
   // Completion events sleep the poller instead of spinning on one of the machine's few cores.
-  cudaEvent_t take_event() {
+  cudaError_t new_event(cudaEvent_t* e) {
     {
       std::lock_guard<CountedMutex> lock(mu_);
       if (!events_.empty()) {
-        cudaEvent_t e = events_.back();
+        *e = events_.back();
         events_.pop_back();
-        return e;
+        return cudaSuccess;
       }
     }
-    cudaEvent_t e = nullptr;
-    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync),
-          "cudaEventCreate", id_);
-    return e;
+    return cudaEventCreateWithFlags(e, cudaEventDisableTiming | cudaEventBlockingSync);
   }
   void give_event(cudaEvent_t e) {
     std::lock_guard<CountedMutex> lock(mu_);
@@ -663,6 +696,7 @@ class DeviceState {
   CountedMutex bmu_;  // the held calls
   TinyBatch batch_{};
   std::uint64_t held_calls_ = 0, batches_ = 0;
+  std::atomic<int> fail_launches_{0};
   std::string held_error_;  // a batch that could not start, for the next synchronize
   PoisonedBlocks poisoned_;  // its outputs, for their next readers
 
@@ -806,7 +840,9 @@ class CudaBackend final : public Backend {
       gemm(d, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, c.a, g.lda, c.b, g.ldb, g.beta, c.out,
            g.ldc);
     } else {
-      check(run_cuda_kernel(c, s), "kernel launch", device_id);
+      const cudaError_t e =
+          d.take_failed_launch() ? cudaErrorLaunchOutOfResources : run_cuda_kernel(c, s);
+      check(e, "kernel launch", device_id);
     }
     timer.end(c);
     d.written(s, c.out);
@@ -1015,6 +1051,8 @@ bool cuda_batching_from_env(const char* value) {
 }
 
 void cuda_set_batching(bool on) { instance().set_batching(on); }
+
+void cuda_fail_next_launches(int device, int n) { instance().state(device).fail_next_launches(n); }
 bool cuda_batching() { return instance().batching(); }
 
 CudaHeldCounts cuda_held_counts(int device) {

@@ -35,6 +35,11 @@ double cuda_tiny_launch_us(int device, int n, bool sync_each, int batch_room = 0
 // Stays off in a build that records every event at once (ASYNCND_CUDA_EAGER_EVENT_BYTES under
 // 8 KB).
 void cuda_set_batching(bool on);
+// For tests: the next `n` kernel launches on `device` fail with cudaErrorLaunchOutOfResources, as
+// a launch asking for too many registers does, instead of starting (n = 0: none). Counts the
+// kernels of cuda_kernels.cu launched one by one, not held calls, cuBLAS GEMMs or copies. Throws
+// asyncnd::Error for a device that does not exist.
+void cuda_fail_next_launches(int device, int n);
 // ASYNCND_CUDA_BATCH's value (nullptr: unset, which is on) as on or off; throws asyncnd::Error
 // naming the variable, the value and the choices for anything but unset, "", "0" and "1".
 bool cuda_batching_from_env(const char* value);
@@ -47,8 +52,9 @@ struct CudaHeldCounts {
 CudaHeldCounts cuda_held_counts(int device);
 
 // The allocator's calls on `device` so far, those its cache could not serve (each called
-// cudaMalloc, once, or again after a failure; the rest came from the cache), and how often a thread found the device state's locks taken (the frontend's alloc
-// and free meet the worker's launches there). For bench_gpu: what a loop's allocations cost.
+// cudaMalloc, once, or again after a failure; the rest came from the cache), and how often a
+// thread found the device state's locks taken (the frontend's alloc and free meet the worker's
+// launches there). For bench_gpu: what a loop's allocations cost.
 struct CudaAllocCounts {
   std::uint64_t allocs = 0, driver_allocs = 0, lock_waits = 0;
 };

@@ -5,6 +5,7 @@
 // compile for two architectures). Compiled with -fmad=false (CMakeLists.txt), as the CPU kernels
 // are compiled without floating-point contraction, so that Philox gives the CPU's numbers bit for
 // bit and the maps round as the CPU does.
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda_kernels.h"
@@ -120,19 +121,25 @@ __global__ void random_kernel(KernelCall::Random r, float* out, std::int64_t n) 
 // 32x32 tiles through shared memory (one padding column against bank conflicts): reads and writes
 // both coalesce.
 constexpr int kTile = 32;
+// A block per tile of 32 columns (grid x, up to 2^31 - 1 tiles) and of 32 rows. The grid's y is
+// limited to 65535, so a block takes the row tiles blockIdx.y, + gridDim.y, ...: an array of more
+// than 2 097 120 rows is transposed too, as on the CPU.
 __global__ void transpose2d_kernel(const float* a, float* out, std::int64_t rows,
                                    std::int64_t cols) {
   __shared__ float tile[kTile][kTile + 1];
   const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
-  for (int dy = threadIdx.y; dy < kTile; dy += blockDim.y) {
-    const std::int64_t r = r0 + dy, c = c0 + threadIdx.x;
-    if (r < rows && c < cols) tile[dy][threadIdx.x] = a[r * cols + c];
-  }
-  __syncthreads();
-  for (int dy = threadIdx.y; dy < kTile; dy += blockDim.y) {
-    const std::int64_t c = c0 + dy, r = r0 + threadIdx.x;  // out[c][r]
-    if (c < cols && r < rows) out[c * rows + r] = tile[threadIdx.x][dy];
+  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile; r0 < rows;
+       r0 += static_cast<std::int64_t>(gridDim.y) * kTile) {
+    for (int dy = threadIdx.y; dy < kTile; dy += blockDim.y) {
+      const std::int64_t r = r0 + dy, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[dy][threadIdx.x] = a[r * cols + c];
+    }
+    __syncthreads();
+    for (int dy = threadIdx.y; dy < kTile; dy += blockDim.y) {
+      const std::int64_t c = c0 + dy, r = r0 + threadIdx.x;  // out[c][r]
+      if (c < cols && r < rows) out[c * rows + r] = tile[threadIdx.x][dy];
+    }
+    __syncthreads();  // every thread has read the tile before the next row tile overwrites it
   }
 }
 
@@ -235,8 +242,8 @@ cudaError_t run_cuda_kernel(const KernelCall& c, cudaStream_t s) {
       break;
     case Kind::kTranspose2d: {
       const auto& t = c.transpose;
-      const std::int64_t gx = (t.cols + kTile - 1) / kTile, gy = (t.rows + kTile - 1) / kTile;
-      if (gy > 65535) return cudaErrorInvalidConfiguration;  // rows > 2M: grid y limit
+      const std::int64_t gx = (t.cols + kTile - 1) / kTile;
+      const std::int64_t gy = std::min<std::int64_t>((t.rows + kTile - 1) / kTile, 65535);
       transpose2d_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)),
                            dim3(kTile, 8), 0, s>>>(c.a, c.out, t.rows, t.cols);
       break;
