@@ -322,5 +322,6 @@ playground: wasm setup-web
 
 test-web: wasm setup-web
 	node web/vendor.mjs
-	node --test web/test/server.test.mjs web/test/graph.test.mjs web/test/i18n.test.mjs web/test/experiments.test.mjs
+	node --test web/test/server.test.mjs web/test/graph.test.mjs web/test/show.test.mjs \
+	  web/test/i18n.test.mjs web/test/experiments.test.mjs
 	node web/test/e2e.mjs

@@ -638,7 +638,10 @@ function runCode() {
     fail: (m) => {
       appendOutput('error', () => codeFailureText(m));
       if (outOfMemory(m)) appendOutput('warn', () => t('error.oomHint'));
-      if (m.line && m.line <= editor.lineCount()) errorLine = editor.addLineClass(m.line - 1, 'background', 'error-line');
+      if (m.line && m.line <= editor.lineCount()) {
+        errorLine = editor.addLineClass(m.line - 1, 'background', 'error-line');
+        editor.scrollIntoView({ line: m.line - 1, ch: 0 }, 60);  // with 60 px of context around it
+      }
       // Stop run and Reload worker end the run by starting a new engine: it did not keep running.
       bind($('#code-state'), () => t(m.key === 'error.workerRestarted' ? 'code.restarted' : 'code.stopped'));
       $('#panel-code').dataset.state = 'failed';

@@ -20,8 +20,9 @@ const MAX_EVENTS = 6000;  // events sent for one run's timeline (the earliest on
 
 // The npm package in a browser: the Emscripten loader, then the package's wrapper (which defines
 // the global `asyncnd`); the loader's URL tells it where the .wasm and its threads' script are.
-// Then the experiments (the global `asyncndChapter`; server.mjs serves that one file).
-importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', '/experiments/chapter.cjs');
+// Then the experiments (the global `asyncndChapter`; server.mjs serves that one file), and the
+// output's writer (show.cjs, the global `asyncndShow`).
+importScripts('/wasm/dist/asyncnd.js', '/wasm/index.cjs', '/experiments/chapter.cjs', 'show.cjs');
 const MODULE_URL = new URL('/wasm/dist/asyncnd.js', self.location.href).href;
 const { EXPERIMENTS, hasNN } = self.asyncndChapter;
 
@@ -125,48 +126,18 @@ function describe(e) {
   return { message: format(e, true), thrown: true };
 }
 
-// A typed array's element: floats to 6 significant digits; integers (and BigInt64Array's bigints)
-// exactly, as toPrecision would round 1234567 to 1234570.
-const element = (x) => (typeof x === 'bigint' ? `${x}n` : Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(6))));
-// JSON.stringify's replacer: a bigint (which JSON refuses) as 1n, an NDArray as its shape.
-const replacer = (k, x) => (typeof x === 'bigint' ? `${x}n`
-  : nd && x instanceof nd.NDArray ? `<NDArray ${x.shape.join('x')}>` : x);
-
-// Turns console arguments into text, as a terminal would show them; `quote` writes a string as a
-// literal (a thrown '' must show as ""). Never throws for what it cannot show: the last resorts are
-// Object.prototype.toString ([object Object]) and the type's name. The one exception is an
-// NDArray whose op failed: toString() is a read, and a read rethrows the op's error, as the same
-// call in the cell would.
+// Turns console arguments into text, as a console would show them (show.cjs); `quote` writes a
+// string as a literal (a thrown '' must show as ""). Never throws for what it cannot show. The one
+// exception is an NDArray whose op failed: toString() is a read, and a read rethrows the op's
+// error, as the same call in the cell would.
+const isNDArray = (x) => nd !== null && x instanceof nd.NDArray;
 function format(v, quote = false) {
-  if (typeof v === 'string') return quote ? JSON.stringify(v) : v;
   let array = false;
   try {
-    array = nd && v instanceof nd.NDArray;
+    array = isNDArray(v);
   } catch { /* a revoked Proxy throws even here */ }
   if (array) return v.isDeleted ? '<deleted NDArray>' : v.toString();
-  try {
-    if (typeof v === 'bigint') return `${v}n`;
-    if (v instanceof DataView) return `DataView(${v.byteLength})`;
-    if (ArrayBuffer.isView(v)) {
-      const head = Array.from(v.subarray(0, 32), element);
-      return `${v.constructor.name}(${v.length}) [${head.join(', ')}${v.length > 32 ? ', ...' : ''}]`;
-    }
-    if (v instanceof Error) return v.stack || String(v);
-    if (typeof v === 'object' && v !== null) {
-      try {
-        const json = JSON.stringify(v, replacer);
-        if (json !== undefined) return json;
-      } catch { /* a cycle, or a toJSON that throws */ }
-      return Object.prototype.toString.call(v);
-    }
-    return String(v);
-  } catch {
-    try {
-      return Object.prototype.toString.call(v);
-    } catch {
-      return `[${typeof v}]`;  // a revoked Proxy refuses even that
-    }
-  }
+  return self.asyncndShow(v, { quote, ndarray: isNDArray });
 }
 
 // What one console line or the returned value may send to the page: a 20 MB string froze the

@@ -241,6 +241,16 @@ try {
     await page.click('#code-run');
     await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#panel-code').dataset.state));
     assert.match(await page.textContent('#code-output'), /my own error/);
+    // An error far down a long cell: its line is marked and scrolled into the editor's view.
+    const long = await runCell(`let x = 0;\n${'x += 1;\n'.repeat(298)}nd.dot(nd.ones([2]), nd.ones([3]));\n`);
+    assert.match(long.lines[0], /\(line 300\): dot/);
+    assert.equal(await page.evaluate(() => {
+      const line = document.querySelector('.CodeMirror .error-line');
+      if (!line) return 'the marked line is not drawn';
+      const box = document.querySelector('.CodeMirror-scroll').getBoundingClientRect();
+      const r = line.getBoundingClientRect();
+      return r.top >= box.top && r.bottom <= box.bottom ? 'in view' : `out of view: ${r.top} not in ${box.top}..${box.bottom}`;
+    }), 'in view');
     // Still working afterwards.
     await page.evaluate(() => window.playground.editor.setValue('return nd.arange(5).sum().item();'));
     await page.click('#code-run');
@@ -257,9 +267,11 @@ try {
       assert.deepEqual(r.lines, [`Error: a value that is not an Error was thrown: ${shown}`], src);
     }
     let r = await runCell("console.log(new BigInt64Array(2), { a: 1n });\nconsole.debug('d');\nconsole.table([1]);\n" +
+                          "const c = { m: new Map([['k', new Set([nd.zeros([2, 3])])]]) };\nc.self = c;\nconsole.log(c);\n" +
                           'throw Object.create(null);');
     assert.equal(r.state, 'failed');
-    assert.deepEqual(r.lines, ['BigInt64Array(2) [0n, 0n] {"a":"1n"}', 'd', '[1]', 'Error: a value that is not an Error was thrown: {}']);
+    assert.deepEqual(r.lines, ['BigInt64Array(2) [0n, 0n] {"a":1n}', 'd', '[1]', '{"m":Map(1) {"k" => Set(1) {<NDArray 2x3>}},"self":[Circular]}',
+                               'Error: a value that is not an Error was thrown: {}']);
     r = await runCell('const = 3;');
     assert.match(r.lines[0], /^The cell could not be parsed: SyntaxError: /);
     r = await runCell("console.log('x'.repeat(1e6));\nfor (let i = 0; i < 2001; ++i) console.log(i);");
