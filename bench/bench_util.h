@@ -215,12 +215,19 @@ inline std::string field_value(std::istream& text, const char* key) {
   return "";
 }
 
-// The CPU's model name: /proc/cpuinfo's "model name" (x86-64), else lscpu's "Vendor ID" and
-// "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
+// The CPU's model name: /proc/cpuinfo's "model name" with its family and model numbers (x86-64:
+// a VM may name only the line, "AMD EPYC", which spans Zen 2 to Zen 5), else lscpu's "Vendor ID"
+// and "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
 // names, e.g. "ARM Neoverse-N1"), else "unknown".
 inline std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  if (std::string m = field_value(in, "model name"); !m.empty()) return m;
+  auto cpuinfo = [](const char* key) {
+    std::ifstream in("/proc/cpuinfo");
+    return field_value(in, key);
+  };
+  if (std::string m = cpuinfo("model name"); !m.empty()) {
+    const std::string family = cpuinfo("cpu family"), model = cpuinfo("model\t");
+    return family.empty() || model.empty() ? m : m + " (family " + family + " model " + model + ")";
+  }
   const std::string out = command_output("LC_ALL=C lscpu 2>/dev/null");
   std::istringstream a(out), b(out);
   const std::string vendor = field_value(a, "Vendor ID"), model = field_value(b, "Model name");

@@ -6,11 +6,18 @@ import os from 'node:os';
 import path from 'node:path';
 
 // The CPU's model name, as the native benches record it (bench/bench_util.h, cpu_model): Node's
-// where it has one, else lscpu's vendor and model (64-bit ARM's /proc/cpuinfo has only implementer
-// and part numbers, which lscpu names), else 'unknown'.
+// where it has one, with /proc/cpuinfo's family and model numbers (a VM may name only the line,
+// "AMD EPYC"), else lscpu's vendor and model (64-bit ARM's /proc/cpuinfo has only implementer and
+// part numbers, which lscpu names), else 'unknown'.
 export function cpuModel() {
   const node = ((os.cpus()[0] || {}).model || '').trim();
-  if (node && node !== 'unknown') return node;
+  if (node && node !== 'unknown') {
+    let info = '';
+    try { info = fs.readFileSync('/proc/cpuinfo', 'utf8'); } catch { return node; }
+    const family = (info.match(/^cpu family\s*:\s*(\d+)/m) || [])[1];
+    const model = (info.match(/^model\s*:\s*(\d+)/m) || [])[1];
+    return family && model ? `${node} (family ${family} model ${model})` : node;
+  }
   let out = '';
   try { out = execFileSync('lscpu', { env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' }); } catch { return 'unknown'; }
   const field = (key) => ((out.match(new RegExp(`^${key}:\\s*(.*)$`, 'm')) || [])[1] || '').trim();
