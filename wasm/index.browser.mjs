@@ -19,7 +19,13 @@ const defaultModuleUrl = new URL('./dist/asyncnd.js', import.meta.url).href;
 // index.cjs looks for them, as after <script> tags. The relaxed one's script is imported only when
 // load() may pick it (only the picked module's .wasm is fetched).
 export async function load(options = {}) {
-  const moduleUrl = options.moduleUrl || defaultModuleUrl;
+  // Options that are not an object, or a moduleUrl that is no URL: index.cjs's load rejects,
+  // naming what is wrong, before anything is imported.
+  if (options === null || typeof options !== 'object') return api.load(options);
+  const given = options.moduleUrl;
+  const valid = given === undefined || (typeof given === 'string' && given !== '') || given instanceof URL;
+  if (!valid) return api.load(options);
+  const moduleUrl = given === undefined ? defaultModuleUrl : String(given);
   const scripts = [['createAsyncndModule', moduleUrl]];
   if (options.simd !== 'simd128' && api.supportsRelaxedSimd()) {
     scripts.push(['createAsyncndRelaxedModule', new URL('asyncnd-relaxed.js', moduleUrl).href]);

@@ -31,6 +31,16 @@ function show(v) {
     return typeof v;  // a Symbol, or an object whose toString throws
   }
 }
+// Every module's NDArray class carries this mark (Symbol.for: the same in every copy of this file),
+// so that an array of another load() is told apart from a value that is no array at all.
+const NDARRAY_MARK = Symbol.for('asyncnd.NDArray');
+function isForeignNDArray(x) {
+  try {
+    return typeof x === 'object' && x !== null && x[NDARRAY_MARK] === true;
+  } catch {
+    return false;  // a revoked Proxy throws even for a property read
+  }
+}
 // Whether an ArrayBuffer was detached (transferred). ArrayBuffer.prototype.detached is newer
 // than Node 20; a view of a detached buffer cannot be made.
 function isDetached(buffer) {
@@ -369,10 +379,18 @@ function makeApi(M, threads, simd) {
     }
   }
 
+  Object.defineProperty(NDArray.prototype, NDARRAY_MARK, { value: true });
+
   function wrap(h) { return new NDArray(check(h)); }
 
   function asArray(x, op) {
-    if (!(x instanceof NDArray)) throw new TypeError(`${op}: expected an NDArray, got ${typeof x}`);
+    if (!(x instanceof NDArray)) {
+      if (isForeignNDArray(x)) {
+        throw new TypeError(`${op}: the NDArray comes from another load() (another module, with its own engine ` +
+                            'and heap): arrays of two loads cannot be mixed; copy the values with fromArray(x.dataSync())');
+      }
+      throw new TypeError(`${op}: expected an NDArray, got ${typeof x}`);
+    }
     return x._handle(op);
   }
   function binary(op, a, b) {
@@ -892,7 +910,7 @@ function makeApi(M, threads, simd) {
     class DataIter {
       constructor(numBatches = 100, batchSize = 1024, features = 512) {
         for (const [k, v] of [['numBatches', numBatches], ['batchSize', batchSize], ['features', features]]) {
-          if (!Number.isInteger(v) || v < 1) throw new Error(`nn.DataIter: ${k} must be a positive integer, got ${v}`);
+          if (!Number.isInteger(v) || v < 1) throw new Error(`nn.DataIter: ${k} must be a positive integer, got ${show(v)}`);
         }
         Object.assign(this, { numBatches, batchSize, features, handoutS: [] });
         this._t0 = null;
@@ -965,6 +983,8 @@ const VARIANTS = {
   simd128: { file: 'asyncnd.js', factory: 'createAsyncndModule' },
   relaxed: { file: 'asyncnd-relaxed.js', factory: 'createAsyncndRelaxedModule' },
 };
+// load()'s options (index.d.ts, LoadOptions).
+const LOAD_OPTIONS = ['threads', 'simd', 'pacing', 'moduleUrl'];
 const SIMD_CHOICES = ['auto', 'relaxed', 'simd128'];
 const PACING_CHOICES = ['auto', 'runs', 'ops'];
 
@@ -1060,7 +1080,15 @@ async function moduleFactory(variant, moduleUrl) {
   // Literal requires, which a bundler sees and resolves.
   const requireDist = () => (variant === 'relaxed' ? require('./dist/asyncnd-relaxed.js') : require('./dist/asyncnd.js'));
   // module.require for another build: a bundler sees only the literal requires of dist/.
-  if (isNode) return moduleUrl ? module.require(nodeModulePath(moduleUrl, variant)) : requireDist();
+  if (isNode) {
+    if (!moduleUrl) return requireDist();
+    const file = nodeModulePath(moduleUrl, variant);
+    try {
+      return module.require(file);
+    } catch (e) {
+      throw new Error(`load: moduleUrl ${show(moduleUrl)}: cannot load ${file}: ${String(e && e.message).split('\n')[0]}`);
+    }
+  }
   const name = VARIANTS[variant].factory;
   if (typeof globalThis[name] === 'function') return globalThis[name];
   if (typeof require === 'function') return requireDist();
@@ -1089,7 +1117,12 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
   }
   if (isNode) {
     // Node 20's fetch cannot read a file path: hand the loader the bytes.
-    options.wasmBinary = require('fs').readFileSync(nodeModulePath(moduleUrl, variant).replace(/\.js$/, '.wasm'));
+    const wasm = nodeModulePath(moduleUrl, variant).replace(/\.js$/, '.wasm');
+    try {
+      options.wasmBinary = require('fs').readFileSync(wasm);
+    } catch (e) {
+      throw new Error(`load: cannot read ${wasm} (the module's .wasm, next to its .js): ${e.message}`);
+    }
   }
   const M = await factory(options);
   const workers = () => M.PThread.unusedWorkers.concat(M.PThread.runningWorkers);
@@ -1130,20 +1163,34 @@ function load(options = {}) {
   if (options === null || typeof options !== 'object') {
     return Promise.reject(new TypeError(`load: options must be an object, got ${show(options)}`));
   }
+  // A misspelt option (`thread: 2`) would otherwise load with the default silently.
+  const unknown = Object.keys(options).filter((k) => !LOAD_OPTIONS.includes(k));
+  if (unknown.length) {
+    return Promise.reject(new Error(`load: unknown option ${unknown.map(show).join(', ')} (the options are ` +
+                                    `${LOAD_OPTIONS.join(', ')})`));
+  }
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
-    return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${threads}`));
+    return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${show(threads)}`));
+  }
+  let moduleUrl = options.moduleUrl;
+  if (moduleUrl !== undefined) {
+    if (typeof URL === 'function' && moduleUrl instanceof URL) moduleUrl = moduleUrl.href;
+    if (typeof moduleUrl !== 'string' || moduleUrl === '') {
+      return Promise.reject(new TypeError('load: moduleUrl must be the path or URL of asyncnd.js (a non-empty ' +
+                                          `string or a URL), got ${show(moduleUrl)}`));
+    }
   }
   let variant, pacing;
   try {
-    variant = pickVariant(loadChoice(options, 'simd', 'ASYNCND_WASM_SIMD', SIMD_CHOICES), options.moduleUrl);
+    variant = pickVariant(loadChoice(options, 'simd', 'ASYNCND_WASM_SIMD', SIMD_CHOICES), moduleUrl);
     pacing = loadChoice(options, 'pacing', 'ASYNCND_CPU_PACING', PACING_CHOICES);
   } catch (e) {
     return Promise.reject(e);
   }
-  const key = `${threads} ${options.moduleUrl || ''} ${variant} ${pacing}`;
+  const key = `${threads} ${moduleUrl || ''} ${variant} ${pacing}`;
   if (!instances.has(key)) {
-    const p = instantiate(threads, options.moduleUrl, variant, pacing);
+    const p = instantiate(threads, moduleUrl, variant, pacing);
     instances.set(key, p);
     p.catch(() => instances.delete(key));
   }

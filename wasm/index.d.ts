@@ -6,6 +6,11 @@
  *  many elements", and at most 64 dimensions. Every other integer argument (axes, seeds, bounds, sizes) is range-checked
  *  before it reaches the module, never wrapped to int32: axes must be int32 and in range. */
 export type Shape = number[];
+/** What fromArray copies: a typed array of numbers (not a BigInt64Array or a DataView)... */
+export type NumberTypedArray = Float32Array | Float64Array | Int8Array | Uint8Array | Uint8ClampedArray |
+  Int16Array | Uint16Array | Int32Array | Uint32Array;
+/** ...or numbers, flat or nested (nested arrays give their own shape). */
+export type NestedNumbers = Array<number | NestedNumbers>;
 
 /** A float32 n-dimensional array computed asynchronously by the engine. */
 export interface NDArray {
@@ -251,7 +256,7 @@ export interface Asyncnd {
    * Copies host data: a typed array or numbers with a shape (default 1-D), or nested arrays.
    * Throws a TypeError for a DataView, a BigInt array or a typed array whose buffer was detached.
    */
-  fromArray(data: ArrayLike<number> | any[], shape?: Shape): NDArray;
+  fromArray(data: NumberTypedArray | NestedNumbers, shape?: Shape): NDArray;
   random: {
     normal(shape: Shape | number, mean?: number, std?: number): NDArray;
     uniform(shape: Shape | number, lo?: number, hi?: number): NDArray;
@@ -306,7 +311,9 @@ export interface Asyncnd {
     /** Restores the bounds the engine started with (the defaults, or the environment's). */
     resetMaxInflight(): void;
   };
-  /** The public ops of core's op table, by kind; each is an NDArray method and an nd function. */
+  /** The public ops of core's op table, by kind, by their C++ names: each unary, binary and
+   *  reduce op is an NDArray method and an nd function of the same name; of `other`, the
+   *  JavaScript names of broadcast_to and copy_to are broadcastTo and copyTo. */
   readonly ops: {
     readonly unary: readonly string[];
     readonly binary: readonly string[];

@@ -180,3 +180,41 @@ test('fromArray count errors name fromArray', async () => {
   refused(nd, () => nd.fromArray(new Float32Array(5), [2, 2]), /^fromArray: 5 values do not fill shape \[2,2\]/);
   refused(nd, () => nd.fromArray([[1, 2], [3, 4]], [3]), /^fromArray: 4 values do not fill shape \[3\]/);
 });
+
+test('load options: unknown names, values shown as given, moduleUrl checked and named', async () => {
+  const asyncnd = require('..');
+  // A misspelt option loaded the default silently.
+  await assert.rejects(() => asyncnd.load({ thread: 2 }),
+                       { message: "load: unknown option 'thread' (the options are threads, simd, pacing, moduleUrl)" });
+  await assert.rejects(() => asyncnd.load({ threads: 1, memory: 1, bound: 2 }), /^Error: load: unknown option 'memory', 'bound' \(/);
+  // A string that looks like a number was shown as one.
+  await assert.rejects(() => asyncnd.load({ threads: '2' }), { message: "load: threads must be an integer from 1 to 64, got '2'" });
+  await assert.rejects(() => asyncnd.load({ threads: [2] }), /got \[2\]$/);
+  // moduleUrl: Node's own messages named neither load nor moduleUrl.
+  await assert.rejects(() => asyncnd.load({ threads: 1, moduleUrl: 42 }),
+                       { name: 'TypeError', message: /^load: moduleUrl must be the path or URL of asyncnd\.js .*got 42$/ });
+  await assert.rejects(() => asyncnd.load({ threads: 1, moduleUrl: '' }), /moduleUrl must be .*got ''$/);
+  await assert.rejects(() => asyncnd.load({ threads: 1, moduleUrl: '/nonexistent/asyncnd.js', simd: 'simd128' }),
+                       /^Error: load: moduleUrl '\/nonexistent\/asyncnd\.js': cannot load \/nonexistent\/asyncnd\.js: Cannot find module/);
+  const nd = await loading;
+  assert.throws(() => new nd.nn.DataIter('5'), { message: "nn.DataIter: numBatches must be a positive integer, got '5'" });
+});
+
+test('an array of another load() is named as such, not as a value of the wrong type', async () => {
+  const nd = await loading;
+  const other = await require('..').load({ threads: 1, pacing: 'runs' });  // the package's module, not the hooks one
+  assert.notEqual(other, nd);
+  const a = other.ones([2]), b = nd.ones([2]);
+  try {
+    refused(nd, () => nd.add(b, a), /^add: the NDArray comes from another load\(\) .*fromArray\(x\.dataSync\(\)\)$/);
+    refused(nd, () => b.mul(a), /^mul: the NDArray comes from another load\(\)/);
+    refused(nd, () => nd.dot(a, a), /^dot: the NDArray comes from another load\(\)/);
+    refused(nd, () => nd.add(b, { shape: [2] }), /^add: expected an NDArray, got object$/);
+    // Each module works on.
+    assert.deepEqual(Array.from(b.dataSync()), [1, 1]);
+    other.tidy(() => assert.deepEqual(Array.from(other.add(a, 1).dataSync()), [2, 2]));
+  } finally {
+    a.delete();
+    b.delete();
+  }
+});
