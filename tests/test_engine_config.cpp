@@ -434,6 +434,55 @@ TEST_CASE("from_env: the default byte bound is a quarter of the memory limit (at
   ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
 }
 
+// EngineOptions{kind, workers} (all a caller means to change) once made an engine with no bound at
+// all: the bounds' own default is the default bound, resolved when the engine starts.
+TEST_CASE("bounds left at kDefaultBound are the default ones: a private engine and "
+          "configure_engine keep memory bounded", "[engine][backpressure]") {
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_OPS");
+  CHECK(EngineOptions{}.max_inflight_ops == kDefaultBound);
+  CHECK(EngineOptions{}.max_inflight_bytes == kDefaultBound);
+  const EngineOptions want = EngineOptions::from_env();
+  REQUIRE(want.max_inflight_bytes != kDefaultBound);
+  auto check_defaults = [&](const EngineStats& s, const char* what) {
+    INFO(what);
+    CHECK(s.max_inflight_ops == want.max_inflight_ops);
+    CHECK(s.max_inflight_bytes == want.max_inflight_bytes);
+    CHECK(s.max_inflight_bytes_source == want.max_inflight_bytes_source);
+  };
+  {
+    Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+    check_defaults(eng.stats(), "a private engine");
+    eng.set_max_inflight(3, 4);
+    eng.reset_max_inflight();  // back to the bounds it started with: the defaults
+    check_defaults(eng.stats(), "after reset_max_inflight");
+  }
+  configure_engine({EngineKind::kThreaded, 2});
+  check_defaults(engine().stats(), "configure_engine({kThreaded, 2})");
+  configure_engine({EngineKind::kNaive});
+  check_defaults(engine().stats(), "configure_engine({kNaive})");
+  // Only the bound left at its default follows the environment; one set by hand stays.
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "4096", 1);
+  EngineOptions o{EngineKind::kThreaded, 1};
+  o.max_inflight_ops = 0;  // no bound
+  configure_engine(o);
+  CHECK(engine().stats().max_inflight_ops == 0);
+  CHECK(engine().stats().max_inflight_bytes == 4096);
+  CHECK(engine().stats().max_inflight_bytes_source == BoundSource::kEnv);
+  // A bad value fails the configuration and leaves the engine as it was.
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", "lots", 1);
+  CHECK_THROWS_WITH(configure_engine({EngineKind::kThreaded, 1}),
+                    Catch::Contains("ASYNCND_MAX_INFLIGHT_BYTES") && Catch::Contains("'lots'"));
+  CHECK(engine().stats().max_inflight_bytes == 4096);
+  CHECK(engine().kind() == EngineKind::kThreaded);
+  // SIZE_MAX is kDefaultBound: the environment's bound stops below it.
+  ::setenv("ASYNCND_MAX_INFLIGHT_BYTES", std::to_string(SIZE_MAX).c_str(), 1);
+  CHECK_THROWS_WITH(EngineOptions::from_env(), Catch::Contains("ASYNCND_MAX_INFLIGHT_BYTES"));
+  ::unsetenv("ASYNCND_MAX_INFLIGHT_BYTES");
+  configure_engine(EngineOptions::from_env());
+  check_defaults(engine().stats(), "from_env again");
+}
+
 TEST_CASE("stats: the bounds in force, the byte bound's source, and the pushes that waited",
           "[engine][backpressure]") {
   Engine eng(EngineOptions::from_env(MemoryLimit{1ull << 30, BoundSource::kWasmHeap}));

@@ -173,14 +173,21 @@ inline constexpr int kMaxCpuThreads = 1024;
 // its value, and changes nothing. If a thread cannot be started (the process's limit on threads
 // or memory), they throw asyncnd::Error saying how many started: the constructor makes no engine,
 // and configure_engine restarts the configuration it replaced.
+// An EngineOptions bound that is the default one: what from_env() sets, resolved when the engine
+// starts (ASYNCND_MAX_INFLIGHT_OPS or _BYTES where set, else kDefaultMaxInflightOps ops and
+// default_max_inflight_bytes(program_memory_limit().bytes) bytes). The bounds' default, so that
+// EngineOptions{kind, workers} or a field set by hand leaves the memory bound as it would be.
+inline constexpr std::size_t kDefaultBound = SIZE_MAX;
+
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
   // CPU worker threads, 0 to kMaxCpuThreads; 0 = one per CPU of program_cpu_limit() but one (at
   // least one), leaving a core to the frontend thread that pushes.
   int cpu_workers = 0;
-  // Backpressure bounds; see Engine::set_max_inflight. 0 = no bound.
-  std::size_t max_inflight_ops = 0;
-  std::size_t max_inflight_bytes = 0;
+  // Backpressure bounds; see Engine::set_max_inflight. kDefaultBound = the default bound (above);
+  // 0 = no bound.
+  std::size_t max_inflight_ops = kDefaultBound;
+  std::size_t max_inflight_bytes = kDefaultBound;
   // Where max_inflight_bytes came from, for EngineStats; kNone with a nonzero bound means kUser.
   BoundSource max_inflight_bytes_source = BoundSource::kNone;
   Pacing cpu_pacing = Pacing::kAuto;  // the CPU pool's; a GPU's lone worker always takes runs
@@ -194,8 +201,8 @@ struct EngineOptions {
   // cpu_chunk_helpers) and ASYNCND_CPU_PACING (auto|runs|ops) over the defaults above, and sets
   // the default bounds: kDefaultMaxInflightOps ops, and
   // default_max_inflight_bytes(program_memory_limit().bytes) bytes.
-  // ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES (whole numbers, 0 = no bound) replace
-  // them. Throws asyncnd::Error naming the variable and its value for a bad value (not a whole
+  // ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES (whole numbers below SIZE_MAX, 0 = no
+  // bound) replace them. The bounds it returns are numbers, never kDefaultBound. Throws asyncnd::Error naming the variable and its value for a bad value (not a whole
   // number, a sign, trailing characters, too large; an unknown word).
   static EngineOptions from_env();
   // The same with `limit` in place of the machine's (tests simulate a small machine with it).
@@ -447,8 +454,9 @@ inline Engine& engine() {
   return e != nullptr ? *e : detail::make_engine();
 }
 
-// Replaces the process-wide engine's kind and worker count: waits for all work first, then
-// restarts the workers. Variables and arrays stay valid. Call it from one thread while no other
+// Replaces the process-wide engine's configuration with `options`, every field of it (a bound
+// left at kDefaultBound is the default bound; EngineOptions::from_env() is the configuration the
+// engine was made with): waits for all work first, then restarts the workers. Variables and arrays stay valid. Call it from one thread while no other
 // thread uses the engine. If an earlier op failed and no wait reported it yet, the configuration
 // is still applied, then that failure is thrown (as waitall would). Throws "configure_engine:
 // called from inside an op" from an op (and changes nothing).

@@ -265,21 +265,36 @@ CpuLimit cpu_limit_from(int online, int affinity, double quota) {
 
 EngineOptions EngineOptions::from_env() { return from_env(program_memory_limit()); }
 
+namespace detail {
+
+void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit) {
+  // Below SIZE_MAX: that value is kDefaultBound.
+  if (o.max_inflight_ops == kDefaultBound) {
+    o.max_inflight_ops = kDefaultMaxInflightOps;
+    if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_OPS")) {
+      o.max_inflight_ops = static_cast<std::size_t>(detail::parse_env_uint(
+          "ASYNCND_MAX_INFLIGHT_OPS", v, 0, SIZE_MAX - 1, "an op count (0 = no bound)"));
+    }
+  }
+  if (o.max_inflight_bytes == kDefaultBound) {
+    if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_BYTES")) {
+      o.max_inflight_bytes = static_cast<std::size_t>(detail::parse_env_uint(
+          "ASYNCND_MAX_INFLIGHT_BYTES", v, 0, SIZE_MAX - 1, "a byte count (0 = no bound)"));
+      o.max_inflight_bytes_source = o.max_inflight_bytes ? BoundSource::kEnv : BoundSource::kNone;
+    } else {
+      const MemoryLimit machine = limit != nullptr ? *limit : program_memory_limit();
+      o.max_inflight_bytes = static_cast<std::size_t>(
+          std::min<std::uint64_t>(default_max_inflight_bytes(machine.bytes), SIZE_MAX - 1));
+      o.max_inflight_bytes_source = o.max_inflight_bytes ? machine.source : BoundSource::kNone;
+    }
+  }
+}
+
+}  // namespace detail
+
 EngineOptions EngineOptions::from_env(const MemoryLimit& limit) {
   EngineOptions o;
-  o.max_inflight_ops = kDefaultMaxInflightOps;
-  o.max_inflight_bytes = static_cast<std::size_t>(
-      std::min<std::uint64_t>(default_max_inflight_bytes(limit.bytes), SIZE_MAX));
-  o.max_inflight_bytes_source = o.max_inflight_bytes ? limit.source : BoundSource::kNone;
-  if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_OPS")) {
-    o.max_inflight_ops = static_cast<std::size_t>(detail::parse_env_uint(
-        "ASYNCND_MAX_INFLIGHT_OPS", v, 0, SIZE_MAX, "an op count (0 = no bound)"));
-  }
-  if (const char* v = std::getenv("ASYNCND_MAX_INFLIGHT_BYTES")) {
-    o.max_inflight_bytes = static_cast<std::size_t>(detail::parse_env_uint(
-        "ASYNCND_MAX_INFLIGHT_BYTES", v, 0, SIZE_MAX, "a byte count (0 = no bound)"));
-    o.max_inflight_bytes_source = o.max_inflight_bytes ? BoundSource::kEnv : BoundSource::kNone;
-  }
+  detail::resolve_default_bounds(o, &limit);
   if (const char* k = std::getenv("ASYNCND_ENGINE")) {
     if (std::strcmp(k, "naive") == 0 || std::strcmp(k, "NaiveEngine") == 0) {
       o.kind = EngineKind::kNaive;

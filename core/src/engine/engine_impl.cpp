@@ -89,7 +89,8 @@ EngineImpl::~EngineImpl() {
   stop();
 }
 
-void EngineImpl::start(const EngineOptions& options) {
+void EngineImpl::start(EngineOptions options) {
+  resolve_default_bounds(options, nullptr);  // may throw: nothing is started yet
   options_ = options;
   kind_ = options.kind;
   start_ops_ = options.max_inflight_ops;

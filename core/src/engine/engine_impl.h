@@ -25,6 +25,11 @@
 namespace asyncnd {
 namespace detail {
 
+// Replaces o's bounds that are kDefaultBound with the default ones (asyncnd/engine.h), for the
+// memory `limit` (null: program_memory_limit()). Throws asyncnd::Error for a bad
+// ASYNCND_MAX_INFLIGHT_* value.
+void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit);
+
 struct OprBlock;
 class EngineImpl;
 
@@ -388,7 +393,7 @@ class EngineImpl {
   explicit EngineImpl(EngineOptions options);
   ~EngineImpl();
 
-  void start(const EngineOptions& options);  // makes the CPU pool
+  void start(EngineOptions options);  // resolves the default bounds, makes the CPU pool
   void stop();                               // joins all pools (queues must be empty)
   void reconfigure(EngineOptions options);
   // This thread runs an op of this engine: waits and reconfiguration from it are refused.
