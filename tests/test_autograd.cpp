@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -51,6 +52,46 @@ TEST_CASE("reduction gradients match finite differences", "[autograd]") {
   Rng rng(test_seed("autograd reductions"));
   for (int rep = 0; rep < 4; ++rep)
     for (const Case& c : reduction_gradient_cases(rng, rep)) leak_checked([&] { check_case(c, rng); });
+}
+
+// Where the textbook formulas give 0 * inf (NaN), the gradients take PyTorch's values: pow's
+// d/da is 0 where the exponent is 0, its d/db is 0 where the base is 0 and the exponent >= 0; a NaN
+// maximum's gradient goes to the NaNs. Elsewhere the formulas' infinities stay.
+TEST_CASE("pow and max gradients where the formulas give zero times infinity", "[autograd]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  leak_checked([&] {
+    auto grad_of = [](NDArray x, const std::function<NDArray(const NDArray&)>& f) {
+      x.attach_grad();
+      NDArray y;
+      {
+        autograd::Record rec;
+        y = f(x).sum();
+      }
+      y.backward();
+      return x.grad().to_vector();
+    };
+    // x^0 is constant: 0 everywhere, at x == 0 too (was NaN there); x^0.5 has an infinite slope at 0.
+    check_exact(grad_of(nd::from_vector({0, 1, -2}, {3}), [](const NDArray& x) { return nd::pow(x, 0.0f); }),
+                {0, 0, 0}, "d(x^0)/dx");
+    check_exact(grad_of(nd::from_vector({0, 4}, {2}), [](const NDArray& x) { return nd::pow(x, 0.5f); }),
+                {inf, 0.25f}, "d(x^0.5)/dx");
+    // 0^x: 0 for x > 0, 1 at x == 0, so d/dx is 0 there (was NaN); inf for x < 0, whose slope stays.
+    check_exact(grad_of(nd::from_vector({2, 1, 0, -1}, {4}), [](const NDArray& x) { return nd::pow(0.0f, x); }),
+                {0, 0, 0, -inf}, "d(0^x)/dx");
+    check_close(grad_of(nd::from_vector({3}, {1}), [](const NDArray& x) { return nd::pow(2.0f, x); }),
+                {8 * std::log(2.0f)}, 1e-6, 0, "d(2^x)/dx");
+    // Both operands arrays: a = [0, 0, 2, 0], b = [2, 0, 3, -1].
+    const NDArray a = nd::from_vector({0, 0, 2, 0}, {4}), b = nd::from_vector({2, 0, 3, -1}, {4});
+    check_exact(grad_of(a, [&](const NDArray& x) { return nd::pow(x, b); }), {0, 0, 12, -inf},
+                "d(a^b)/da");
+    check_close(grad_of(b, [&](const NDArray& x) { return nd::pow(a, x); }),
+                {0, 0, 8 * std::log(2.0f), -inf}, 1e-6, 0, "d(a^b)/db");
+    // max: the gradient goes to the NaN that made the maximum NaN (was lost: NaN != NaN).
+    check_exact(grad_of(nd::from_vector({1, nan, 2}, {3}), [](const NDArray& x) { return x.max(); }),
+                {0, 1, 0}, "d max / dx with a NaN");
+    check_exact(grad_of(nd::from_vector({1, nan, 3, 2}, {2, 2}), [](const NDArray& x) { return x.max(1); }),
+                {0, 1, 1, 0}, "d max(axis 1) / dx with a NaN in one row");
+  });
 }
 
 TEST_CASE("gradients compose, and an input used twice gets the sum", "[autograd]") {

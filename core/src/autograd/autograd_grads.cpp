@@ -87,9 +87,9 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
       if (need(0)) r[0] = reduce_to(g / in[1], a.shape());
       if (need(1)) r[1] = reduce_to(-(g * out()) / in[1], in[1].shape());
       break;
-    case GradOp::kPow:  // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b log a
-      if (need(0)) r[0] = reduce_to(g * in[1] * nd::pow(a, in[1] - 1.0f), a.shape());
-      if (need(1)) r[1] = reduce_to(g * out() * nd::log(a), in[1].shape());
+    case GradOp::kPow:  // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b log a, 0 where those give 0 * inf
+      if (need(0)) r[0] = reduce_to(g * pow_grad_base(a, in[1]), a.shape());
+      if (need(1)) r[1] = reduce_to(g * pow_grad_exp(a, in[1]), in[1].shape());
       break;
     case GradOp::kAddScalar:
     case GradOp::kRAddScalar:
@@ -111,7 +111,9 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
       r[0] = -(g * out()) / a;
       break;
     case GradOp::kPowScalar:
-      if (at.scalar == 1.0f) {
+      if (at.scalar == 0.0f) {  // a^0 is constant: 0, where the formula gives 0 * inf at a == 0
+        r[0] = g * pow_grad_base(a, nd::zeros({}, a.device()));
+      } else if (at.scalar == 1.0f) {
         r[0] = g;
       } else if (at.scalar == 2.0f) {
         r[0] = g * a * 2.0f;
@@ -119,8 +121,9 @@ std::vector<NDArray> node_backward(const Node& node, const NDArray& g,
         r[0] = g * nd::pow(a, at.scalar - 1.0f) * at.scalar;
       }
       break;
-    case GradOp::kRPowScalar:  // d(s^a)/da = s^a log s
-      r[0] = g * out() * std::log(at.scalar);
+    case GradOp::kRPowScalar:  // d(s^a)/da = s^a log s; for s == 0, 0 where a >= 0 (not 0 * inf)
+      r[0] = at.scalar == 0.0f ? g * pow_grad_exp(nd::zeros({}, a.device()), a)
+                               : g * out() * std::log(at.scalar);
       break;
     case GradOp::kExp:
       r[0] = g * out();

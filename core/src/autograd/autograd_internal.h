@@ -126,7 +126,9 @@ inline constexpr int kParameterGradPriority = 1;
 
 // Internal ops used by the gradients and nn (ops_elementwise.cpp). Non-blocking, not recorded.
 NDArray relu_grad(const NDArray& g, const NDArray& x);  // g where x > 0
-NDArray eq_mask(const NDArray& a, const NDArray& b);    // 1 where a == b (broadcast)
+NDArray eq_mask(const NDArray& a, const NDArray& b);    // 1 where a == b or both NaN (broadcast)
+NDArray pow_grad_base(const NDArray& a, const NDArray& b);  // d(a^b)/da (kernels::PowGradBaseOp)
+NDArray pow_grad_exp(const NDArray& a, const NDArray& b);   // d(a^b)/db (kernels::PowGradExpOp)
 void assign(NDArray& target, const NDArray& src);       // target = src in place (broadcast)
 void sgd_update(NDArray& w, const NDArray& g, float alpha);  // w -= alpha * g in place
 

@@ -80,9 +80,25 @@ struct AbsOp {
 struct ReluGradOp {
   ASYNCND_HD float operator()(float g, float x) const { return x > 0.0f ? g : 0.0f; }
 };
-// 1 where a == b: the positions of a maximum, for max's gradient.
+// 1 where a == b, or both are NaN: the positions of a maximum, for max's gradient (a maximum is
+// NaN where its input holds a NaN, and the NaNs get the gradient, as in PyTorch).
 struct EqMaskOp {
-  ASYNCND_HD float operator()(float a, float b) const { return a == b ? 1.0f : 0.0f; }
+  ASYNCND_HD float operator()(float a, float b) const {
+    return a == b || (a != a && b != b) ? 1.0f : 0.0f;
+  }
+};
+// pow's partial derivatives, with PyTorch's values where the formula gives 0 * inf (NaN).
+// d(a^b)/da = b a^(b-1), and 0 where b == 0 (a^0 is constant, also at a == 0).
+struct PowGradBaseOp {
+  ASYNCND_HD float operator()(float a, float b) const {
+    return b == 0.0f ? 0.0f : b * std::pow(a, b - 1.0f);
+  }
+};
+// d(a^b)/db = a^b log a, and 0 where a == 0 and b >= 0 (0^b is 0 there, or 1 at b == 0).
+struct PowGradExpOp {
+  ASYNCND_HD float operator()(float a, float b) const {
+    return a == 0.0f && b >= 0.0f ? 0.0f : std::pow(a, b) * std::log(a);
+  }
 };
 struct FirstOp {  // broadcast_to: the first operand, broadcast
   ASYNCND_HD float operator()(float a, float) const { return a; }

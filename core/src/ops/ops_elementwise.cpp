@@ -212,6 +212,12 @@ NDArray relu_grad(const NDArray& g, const NDArray& x) {
 NDArray eq_mask(const NDArray& a, const NDArray& b) {
   return binary("eq_mask", a, b, MapFn::kEqMask);
 }
+NDArray pow_grad_base(const NDArray& a, const NDArray& b) {
+  return binary("pow_grad_base", a, b, MapFn::kPowGradBase);
+}
+NDArray pow_grad_exp(const NDArray& a, const NDArray& b) {
+  return binary("pow_grad_exp", a, b, MapFn::kPowGradExp);
+}
 void assign(NDArray& target, const NDArray& src) { inplace("assign", target, src, binary_fn(MapFn::kSecond)); }
 void sgd_update(NDArray& w, const NDArray& g, float alpha) {
   inplace("sgd_update", w, g, binary_fn(MapFn::kSgd, alpha));

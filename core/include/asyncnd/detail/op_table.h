@@ -25,10 +25,12 @@
   X(Mul, MulOp, Cheap)          \
   X(Div, DivOp, Cheap)          \
   X(Pow, PowOp, Heavy)          \
-  /* autograd and nn helpers: relu's gradient, max's mask, broadcast_to, assignment in place, */ \
-  /* and the SGD step w - rate * g */                                                            \
+  /* autograd and nn helpers: relu's gradient, max's mask, pow's two partial derivatives, */    \
+  /* broadcast_to, assignment in place, and the SGD step w - rate * g */                        \
   X(ReluGrad, ReluGradOp, Cheap) \
   X(EqMask, EqMaskOp, Cheap)    \
+  X(PowGradBase, PowGradBaseOp, Heavy) \
+  X(PowGradExp, PowGradExpOp, Heavy)   \
   X(First, FirstOp, Cheap)      \
   X(Second, SecondOp, Cheap)    \
   X(Sgd, SgdOp, Cheap)
