@@ -164,10 +164,18 @@ function opCodes(M) {
   return { table: t, UNARY: codes(t.unary), BINARY: codes(t.binary), REDUCE: codes(t.reduce) };
 }
 
+// The module's messages start with the C++ op's name; the two ops JavaScript names otherwise are
+// named as the caller wrote them ("broadcastTo: cannot broadcast [2,3] with [4,3]").
+const JS_OP_NAMES = { broadcast_to: 'broadcastTo', copy_to: 'copyTo' };
+function jsOpName(message) {
+  const m = /^(\w+):/.exec(message);
+  return m && Object.hasOwn(JS_OP_NAMES, m[1]) ? JS_OP_NAMES[m[1]] + message.slice(m[1].length) : message;
+}
+
 function makeApi(M, threads, simd) {
   const { table: OP_TABLE, UNARY, BINARY, REDUCE } = opCodes(M);
   const check = (r) => {
-    if (r < 0) throw new Error(M.takeError());
+    if (r < 0) throw new Error(jsOpName(M.takeError()));
     return r;
   };
   const blocking = (op) => {

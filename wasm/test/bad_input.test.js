@@ -200,6 +200,17 @@ test('load options: unknown names, values shown as given, moduleUrl checked and 
   assert.throws(() => new nd.nn.DataIter('5'), { message: "nn.DataIter: numBatches must be a positive integer, got '5'" });
 });
 
+test('errors of broadcastTo name it as JavaScript does, not as broadcast_to', async () => {
+  const nd = await loading;
+  const a = nd.ones([2, 3]);
+  try {
+    refused(nd, () => a.broadcastTo([4, 3]), /^broadcastTo: cannot broadcast \[2,3\] with \[4,3\]$/);
+    refused(nd, () => nd.broadcastTo(a, [3]), /^broadcastTo: /);
+  } finally {
+    a.delete();
+  }
+});
+
 test('an array of another load() is named as such, not as a value of the wrong type', async () => {
   const nd = await loading;
   const other = await require('..').load({ threads: 1, pacing: 'runs' });  // the package's module, not the hooks one
