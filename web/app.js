@@ -337,7 +337,8 @@ function showTimeline(key, canvas, note, m) {
   canvas.closest('.timeline-box').dataset.events = String(events.length);
   if (!events.length) {
     canvas.parentElement.hidden = true;  // no empty frame left from an earlier run
-    bind(note, () => t('timeline.empty'));
+    // A run stopped by restarting the worker lost its records with it: it did record ops.
+    bind(note, () => t(m.key === 'error.workerRestarted' ? 'timeline.lost' : 'timeline.empty'));
     return;
   }
   canvas.parentElement.hidden = false;  // shown from the first run on, before Chart.js sizes it
@@ -353,6 +354,15 @@ function showTimeline(key, canvas, note, m) {
     skew > 1 && t('timeline.skew', { time: fmt(skew * 1e-6, 's') })));
 }
 
+// An op node's width: its label's, measured in the graph's font (Cytoscape adds the padding).
+// Cytoscape's own width: 'label' does the same but is deprecated and warns in the console.
+let measureCtx = null;
+function opWidth(node) {
+  measureCtx = measureCtx || document.createElement('canvas').getContext('2d');
+  measureCtx.font = `600 12px ${Chart.defaults.font.family}`;
+  return Math.ceil(measureCtx.measureText(String(node.data('label') ?? '')).width);
+}
+
 function showGraph(key, container, events, names) {
   if (state.graphs[key]) state.graphs[key].destroy();
   container.hidden = false;
@@ -363,11 +373,10 @@ function showGraph(key, container, events, names) {
     userZoomingEnabled: true,
     minZoom: 0.2,
     maxZoom: 1.4,
-    wheelSensitivity: 0.3,
     boxSelectionEnabled: false,
     style: [
       { selector: 'node', style: { label: 'data(label)', 'font-size': 12, 'text-valign': 'center', 'text-halign': 'center', color: '#101828', 'font-family': Chart.defaults.font.family } },
-      { selector: 'node.op', style: { shape: 'round-rectangle', 'background-color': 'data(color)', color: '#fff', width: 'label', height: 26, padding: '8px', 'font-weight': 600 } },
+      { selector: 'node.op', style: { shape: 'round-rectangle', 'background-color': 'data(color)', color: '#fff', width: opWidth, height: 26, padding: '8px', 'font-weight': 600 } },
       { selector: 'node.var', style: { shape: 'ellipse', 'background-color': '#f2f4f7', 'border-width': 1.5, 'border-color': '#98a2b3', width: 44, height: 30 } },
       { selector: 'edge', style: { width: 1.6, 'line-color': '#98a2b3', 'target-arrow-color': '#98a2b3', 'target-arrow-shape': 'triangle', 'curve-style': 'bezier', 'arrow-scale': 0.9 } },
       { selector: 'edge.write', style: { 'line-color': '#4f46e5', 'target-arrow-color': '#4f46e5' } },
@@ -444,7 +453,9 @@ function setProgress(ui, fraction, text) {
 }
 
 // A figure's cell: the formatted value, and the raw number for the tests (data-value).
-const figCell = (f) => el('td', { class: 'num', 'data-fig': f.key, 'data-value': String(f.value) }, fmt(f.value, f.unit));
+// f.textKey: a word in place of the number (E6's switched-off bound reads "off", not "0.0 MB").
+const figCell = (f) => el('td', { class: 'num', 'data-fig': f.key, 'data-value': String(f.value) },
+  f.textKey ? t(f.textKey) : fmt(f.value, f.unit));
 
 // view.figures: one row per figure (label, value, note); view.matrix: rows x columns of figures.
 function renderFigures(p, view) {
@@ -706,11 +717,18 @@ function init() {
     b.addEventListener('click', () => state.timelines[b.dataset.for]?.resetZoom());
   });
 
+  // Tab indents in the editor; Esc, then Tab or Shift-Tab, moves the focus out of it, so that a
+  // keyboard alone can leave the cell (a key mapped to false is left to the browser).
+  const keys = { 'Ctrl-Enter': runCode, 'Cmd-Enter': runCode, Esc: (cm) => cm.setOption('extraKeys', leaving) };
+  const leaving = { ...keys, Tab: false, 'Shift-Tab': false };
   editor = CodeMirror.fromTextArea($('#code-src'), {
     mode: 'javascript', lineNumbers: true, matchBrackets: true, autoCloseBrackets: true,
-    indentUnit: 2, tabSize: 2,
-    extraKeys: { 'Ctrl-Enter': runCode, 'Cmd-Enter': runCode },
+    indentUnit: 2, tabSize: 2, extraKeys: keys,
   });
+  editor.on('keydown', (cm, e) => {
+    if (e.key !== 'Escape' && e.key !== 'Tab' && e.key !== 'Shift') cm.setOption('extraKeys', keys);
+  });
+  editor.on('blur', (cm) => cm.setOption('extraKeys', keys));
   editor.setValue(defaultCode());
   state.editor = editor;
   state.setLanguage = setLanguage;

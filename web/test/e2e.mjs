@@ -53,6 +53,9 @@ const context = await chromium.launchPersistentContext(userDataDir, {
 const page = context.pages()[0] || await context.newPage();
 const consoleErrors = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+// Warnings too (Cytoscape warned of a custom wheel sensitivity and of width: 'label' at each graph).
+const consoleWarnings = [];
+page.on('console', (m) => { if (m.type() === 'warning') consoleWarnings.push(m.text()); });
 page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
 // Nothing may come from outside this server: the page is self-contained.
 const outside = [];
@@ -204,6 +207,7 @@ try {
     assert.equal(lines.n.length, 4);
     // (b) runs with the byte bound off, (d) with the engine's default (a quarter of 2 GiB).
     assert.equal(f['nosync.boundBytes'], 0);
+    assert.equal(await page.textContent('#panel-E6 td[data-fig="nosync.boundBytes"]'), 'off');  // not "0.0 MB"
     assert.equal(f['default.boundBytes'], 512 * 2 ** 20);
     for (const n of lines.n) assert.ok(n >= 6, `a line has ${n} samples`);
   });
@@ -336,6 +340,24 @@ try {
     await page.dispatchEvent('#bound-mb', 'change');
   });
 
+  await check('the keyboard can leave the code editor: Tab indents, Esc then Tab moves on', async () => {
+    const inEditor = () => page.evaluate(() => !!document.activeElement.closest('.CodeMirror'));
+    await page.evaluate(() => window.playground.editor.setValue('return 1;'));
+    await page.click('.CodeMirror');
+    await page.keyboard.press('Tab');
+    assert.equal(await inEditor(), true, 'Tab left the editor');
+    assert.match(await page.evaluate(() => window.playground.editor.getValue()), /^\s+|\s+$/, 'Tab did not indent');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Tab');
+    assert.equal(await inEditor(), false, 'Esc then Tab stayed in the editor');
+    assert.notEqual(await page.evaluate(() => document.activeElement.tagName), 'BODY', 'the focus went nowhere');
+    await page.click('.CodeMirror');  // back in: Tab indents again
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('a');
+    await page.keyboard.press('Tab');
+    assert.equal(await inEditor(), true, 'a key between Esc and Tab did not cancel the way out');
+  });
+
   await check('Stop run ends a runaway code cell by restarting the worker', async () => {
     await page.evaluate(() => window.playground.editor.setValue('while (true) {}'));
     await page.click('#code-run');
@@ -354,6 +376,8 @@ try {
     await page.waitForFunction(() => document.querySelector('#panel-E3').dataset.state === 'failed');
     assert.deepEqual(await page.$eval('#panel-E3', (e) => [e.querySelectorAll('td[data-fig]').length, e.querySelector('.result-text'),
                                                             e.querySelector('.chart-box').hidden]), [0, null, true]);
+    // Its records went with the worker: the timeline says so, not that none were made.
+    assert.equal(await page.textContent('#panel-E3 .timeline-note'), LANGUAGES[0].dict['timeline.lost']);
     await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
     await page.evaluate(() => window.playground.editor.setValue('return nd.ones([3]).sum().item();'));
     await page.click('#code-run');
@@ -448,6 +472,44 @@ try {
     });
   }
 
+  // A phone's width: the page never scrolls sideways (the panels' grid once had a 560 px minimum);
+  // a wide table scrolls in its own box; every button stays inside its panel. In the language
+  // with the longest words, and E6's six columns drawn.
+  await check('at 400 px wide the page fits: tables scroll in their boxes, buttons stay in their panels', async () => {
+    await page.selectOption('#lang', 'id');
+    await page.setViewportSize({ width: 400, height: 900 });
+    try {
+      // The charts drawn at 1440 px shrink when their ResizeObserver fires, a frame or more later.
+      await page.waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, null, { timeout: 5000 })
+        .catch(() => {});  // the check below says what is too wide
+      const bad = await page.evaluate(() => {
+        const out = [];
+        if (document.documentElement.scrollWidth > window.innerWidth) {
+          out.push(`the page: ${document.documentElement.scrollWidth}>${window.innerWidth}`);
+          // The outermost elements that reach past the window: the ones to fix.
+          for (const e of document.querySelectorAll('body *')) {
+            const r = e.getBoundingClientRect(), up = e.parentElement.getBoundingClientRect();
+            if (e.getClientRects().length && r.right > window.innerWidth + 1 && up.right <= window.innerWidth + 1) {
+              out.push(`${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${e.className}: right ${Math.round(r.right)}`);
+            }
+          }
+        }
+        for (const b of document.querySelectorAll('.panel button')) {
+          const panel = b.closest('.panel').getBoundingClientRect(), r = b.getBoundingClientRect();
+          if (r.width && (r.right > panel.right + 1 || r.left < panel.left - 1)) out.push(`button '${b.textContent}' leaves its panel`);
+        }
+        const e6 = document.querySelector('#panel-E6 .figures');
+        if (!(e6.querySelector('table') && getComputedStyle(e6).overflowX === 'auto')) out.push('E6 table not in a scrolling box');
+        return out;
+      });
+      assert.deepEqual(bad, []);
+      await page.screenshot({ path: path.join(SHOTS, 'narrow-id.png'), fullPage: true });
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 1000 });
+      await page.selectOption('#lang', 'en');
+    }
+  });
+
   await check('?lang= links to a language, the choice is remembered, else the browser\'s preference', async () => {
     const p2 = await context.newPage();
     const lang = () => p2.evaluate(() => window.playground.i18n.code);
@@ -469,6 +531,7 @@ try {
   await check('the whole page (screenshot) and no console errors, nothing fetched from outside', async () => {
     await page.screenshot({ path: path.join(SHOTS, 'page.png'), fullPage: true });
     assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(consoleWarnings, []);
     assert.deepEqual(outside, []);
   });
   await check('without cross-origin isolation the page says threads are unavailable and what to do', async () => {
