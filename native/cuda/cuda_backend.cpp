@@ -356,11 +356,25 @@ class DeviceState {
     std::lock_guard<CountedMutex> lock(mu_);
     Block* b = find(p);
     poisoned_.clear(p);
+    if (b->size <= kEagerEventBytes) {  // its event is recorded when first needed
+      b->stream = stream;
+      b->pending = true;
+      return;
+    }
+    // The block says a write is marked only once its event marks this one: after a failed record,
+    // the event of an earlier write would stand for this one, and free() would trust it and hand
+    // the block to the compute stream while this write still runs. So wait for the write here.
+    cudaError_t e = ensure_event(b);
+    if (e == cudaSuccess) e = cudaEventRecord(b->ready, stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      cudaStreamSynchronize(stream);
+      b->stream = nullptr;  // nothing left to wait for
+      b->pending = false;
+      check(e, "cudaEventRecord", id_);
+    }
     b->stream = stream;
-    b->pending = b->size <= kEagerEventBytes;
-    if (b->pending) return;
-    check(ensure_event(b), "cudaEventCreate", id_);
-    check(cudaEventRecord(b->ready, stream), "cudaEventRecord", id_);
+    b->pending = false;
   }
   // For a held call, whose arrays are all small blocks (kCanHold): wait_to_read for its inputs,
   // wait_to_write and written for its output, under one lock. The output's event stays pending:
@@ -667,9 +681,12 @@ class DeviceState {
         p = std::move(pending_.front());
         pending_.pop_front();
       }
-      const cudaError_t e = cudaEventSynchronize(p.event);
+      cudaError_t e = cudaEventSynchronize(p.event);
       if (e == cudaSuccess && p.host_dst) std::memcpy(p.host_dst, p.staging.ptr, p.bytes);
-      pinned_->put(p.staging);
+      // The staging buffer goes back only once its copy is known to be done (as complete_after
+      // returns it): after a failed wait, once the copy stream (every pending copy's) is; if that
+      // fails too, never.
+      if (e == cudaSuccess || cudaStreamSynchronize(copy_) == cudaSuccess) pinned_->put(p.staging);
       give_event(p.event);
       if (e == cudaSuccess) {
         p.done.done();
@@ -906,6 +923,14 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // A copy that failed returns its staging buffer: at once if no copy was queued on it, else once
+  // the copy stream has passed that copy (if the stream cannot be waited for, never: a buffer the
+  // DMA may still use must not go to another copy).
+  static void give_back_staging(DeviceState& d, const PinnedPool::Buffer& b, bool queued) {
+    if (!queued || cudaStreamSynchronize(d.copy()) == cudaSuccess) d.pinned().put(b);
+    cudaGetLastError();
+  }
+
   // Host<->device through pinned staging on the copy stream (so copies overlap kernels), GPU to
   // GPU on the destination's streams.
   void copy(DeviceState& d, const KernelCall& c, Completion done) {
@@ -915,15 +940,17 @@ class CudaBackend final : public Backend {
       Pending p;
       p.staging = d.pinned().get(bytes, d.id());
       std::memcpy(p.staging.ptr, c.a, bytes);
+      bool queued = false;  // the copy reads the staging buffer until the stream passes it
       try {
         d.wait_to_write(d.copy(), c.out);
         SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(c.out, p.staging.ptr, bytes, cudaMemcpyHostToDevice, d.copy()),
               "cudaMemcpyAsync (host to device)", d.id());
+        queued = true;
         timer.end(c);
         d.written(d.copy(), c.out);
       } catch (...) {
-        d.pinned().put(p.staging);
+        give_back_staging(d, p.staging, queued);
         throw;
       }
       d.complete_after(d.copy(), std::move(p));  // gives the staging buffer back
@@ -933,14 +960,16 @@ class CudaBackend final : public Backend {
     if (dst.is_cpu()) {  // device -> host: completes once the values are in host memory
       Pending p;
       p.staging = d.pinned().get(bytes, d.id());
+      bool queued = false;  // the copy writes the staging buffer until the stream passes it
       try {
         d.wait_to_read(d.copy(), c.a);
         SpanTimer timer(d, d.copy(), timing());
         check(cudaMemcpyAsync(p.staging.ptr, c.a, bytes, cudaMemcpyDeviceToHost, d.copy()),
               "cudaMemcpyAsync (device to host)", d.id());
+        queued = true;
         timer.end(c);
       } catch (...) {
-        d.pinned().put(p.staging);
+        give_back_staging(d, p.staging, queued);
         throw;
       }
       p.host_dst = c.out;
