@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
@@ -440,6 +442,85 @@ TEST_CASE("an array's small variable, deleted while its op runs, is freed after 
   while (!signalled.load() && ms_since(t1) < 10000) sleep_ms(1);
   CHECK(signalled.load());
   eng.waitall();
+}
+
+// An array dropped before the op that makes it ran was counted twice (as that op's bytes and as
+// the deletion's), so a frontend that drops temporaries early waited at half the bound.
+TEST_CASE("backpressure: storage dropped while the op that makes it is queued counts once",
+          "[engine][backpressure]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  eng.set_max_inflight(0, 1u << 30);
+  auto inflight = [&] { return eng.stats().inflight_bytes; };
+  // Holds an async op that writes (bytes > 0: it makes the storage) or reads v.
+  auto hold = [&](const Var& v, bool write, std::size_t bytes) {
+    auto held = std::make_shared<Completion>();
+    auto handed = std::make_shared<std::atomic<bool>>(false);
+    auto fn = [held, handed](Completion c) {
+      *held = std::move(c);
+      *handed = true;
+    };
+    if (write) {
+      eng.push_async(fn, {}, {v}, PushOptions{Device{}, 0, "make", bytes});
+    } else {
+      eng.push_async(fn, {v}, {}, PushOptions{Device{}, 0, "read", 0});
+    }
+    return std::make_pair(held, handed);
+  };
+  auto eventually = [&](std::uint64_t want) {  // the counts settle a moment after an op ends
+    for (int i = 0; i < 10000 && inflight() != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return inflight();
+  };
+  Var v = eng.new_var();
+  std::atomic<bool> freed{false};
+  auto maker = hold(v, true, 1000);
+  auto reader = hold(v, false, 0);  // queued behind the maker
+  while (!*maker.second) std::this_thread::yield();
+  CHECK(inflight() == 1000);
+  eng.delete_var(v, [&] { freed = true; }, 1000);
+  CHECK(inflight() == 1000);  // 2000 before: the maker's bytes and the deletion's
+  maker.first->done();        // the maker ends; the queued reader keeps the storage alive
+  while (!*reader.second) std::this_thread::yield();
+  CHECK(eventually(1000) == 1000);  // now the deletion's
+  CHECK_FALSE(freed.load());
+  reader.first->done();
+  eng.waitall();
+  CHECK(freed.load());
+  CHECK(inflight() == 0);
+
+  // Dropped after the maker ended, with a reader still running: counted at once, once.
+  Var w = eng.new_var();
+  auto maker2 = hold(w, true, 500);
+  while (!*maker2.second) std::this_thread::yield();
+  auto reader2 = hold(w, false, 0);
+  maker2.first->done();
+  while (!*reader2.second) std::this_thread::yield();
+  CHECK(eventually(0) == 0);
+  eng.delete_var(w, {}, 500);
+  CHECK(inflight() == 500);
+  reader2.first->done();
+  eng.waitall();
+  CHECK(inflight() == 0);
+
+  // Dropped while the maker is still queued behind another write: counted once, from the maker's.
+  Var x = eng.new_var();
+  auto first = hold(x, true, 0);  // a write that counts no bytes (an in-place op)
+  while (!*first.second) std::this_thread::yield();
+  auto maker3 = hold(x, true, 300);
+  auto reader3 = hold(x, false, 0);
+  CHECK(inflight() == 300);
+  eng.delete_var(x, {}, 300);
+  CHECK(inflight() == 300);
+  first.first->done();
+  while (!*maker3.second) std::this_thread::yield();
+  CHECK(inflight() == 300);
+  maker3.first->done();
+  while (!*reader3.second) std::this_thread::yield();
+  CHECK(eventually(300) == 300);
+  reader3.first->done();
+  eng.waitall();
+  CHECK(inflight() == 0);
 }
 
 TEST_CASE("a handle may outlive its engine after reads of it completed", "[engine]") {

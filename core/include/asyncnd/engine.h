@@ -398,9 +398,10 @@ class Engine {
 
   // Bounds the work in flight: push blocks while `ops` ops are pending, or while the bytes that
   // queued work keeps alive exceed `bytes`: the PushOptions::bytes of pending ops plus the
-  // storage of deleted variables whose deletion waits for queued ops (delete_var's `bytes`; an
-  // array dropped before the op that computes it ran counts under both, so the bound errs on the
-  // safe side). An op larger than the bound still runs when nothing else is in flight. Arrays
+  // storage of deleted variables whose deletion waits for queued ops (delete_var's `bytes`),
+  // each byte once: storage dropped while a pending op that writes it with PushOptions::bytes
+  // (the op that made it) counts it is counted as the deletion's only from when that op's write
+  // ends. An op larger than the bound still runs when nothing else is in flight. Arrays
   // still held by handles are not in flight: peak memory is about what the program holds, plus
   // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
   // work is down to about half of each bound set (or everything finished), then pushes on: fewer

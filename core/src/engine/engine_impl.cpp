@@ -226,6 +226,7 @@ void EngineImpl::destroy_var(VarBlock* v) noexcept {
   v->delete_pending = false;
   v->on_delete = nullptr;
   v->delete_bytes = 0;
+  v->delete_bytes_later = 0;
   v->error = nullptr;
   Recycler<VarBlock>::put(v);
 }
@@ -478,7 +479,10 @@ void EngineImpl::enqueue_accesses(OprBlock* op) {
         if (granted) ++v->issued;
       } else {
         granted = idle_now(v);
-        if (granted) v->write_mark = ++v->issued;
+        if (granted) {
+          v->write_mark = ++v->issued;
+          if (op->bytes) v->counted_until = v->write_mark;
+        }
       }
     }
     Settled settled;  // used only when the access is queued
@@ -527,6 +531,17 @@ void EngineImpl::capture_poison(Access* a) noexcept {
 }
 
 // Caller holds a->var->lock.
+// Caller holds v->lock, with done_seen exact (attention raised, or nothing runs). Whether an op
+// that counts bytes in flight (PushOptions::bytes) still writes v: granted and not completed, or
+// queued.
+bool EngineImpl::storage_counted_by_writer(const VarBlock* v) noexcept {
+  if (v->done_seen < v->counted_until) return true;
+  for (const Access* a = v->head; a != nullptr; a = a->next) {
+    if (a->write && a->op->bytes) return true;
+  }
+  return false;
+}
+
 void EngineImpl::grant(Access* a, ReadyList& ready) noexcept {
   capture_poison(a);
   if (a->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(a->op);
@@ -570,6 +585,13 @@ void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) noexcept {
       }
       v->done_seen = w >> 1;
     }
+    if (v->delete_bytes_later && !storage_counted_by_writer(v)) {
+      // The op that made the storage has finished (its bytes leave the count): the storage, kept
+      // alive for queued readers, is counted from now on as the deletion's.
+      v->delete_bytes = v->delete_bytes_later;
+      v->delete_bytes_later = 0;
+      pushed_bytes_.fetch_add(v->delete_bytes, std::memory_order_relaxed);
+    }
     Access* a = v->head;
     const bool write_runs = v->done_seen < v->write_mark;
     if (a != nullptr && !a->write && !write_runs) {
@@ -589,6 +611,7 @@ void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) noexcept {
       v->head = a->next;
       if (!v->head) v->tail = nullptr;
       v->write_mark = ++v->issued;
+      if (a->op->bytes) v->counted_until = v->write_mark;
       grant(a, ready);
       continue;
     }
@@ -598,6 +621,7 @@ void EngineImpl::settle(VarBlock* v, ReadyList& ready, Settled& out) noexcept {
       v->delete_pending = false;
       out.deleted_bytes = v->delete_bytes;
       v->delete_bytes = 0;
+      v->delete_bytes_later = 0;  // its writer and readers ended together: never counted
     }
     out.destroy = v->orphaned;
     break;
@@ -990,10 +1014,16 @@ void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t byt
     v->on_delete = std::move(on_delete);
     v->delete_pending = true;
     settle(v, ready, settled);  // takes on_delete back if the accesses ended just now
-    // Storage kept alive by queued work counts toward the byte bound until it is freed.
+    // Storage kept alive by queued work counts toward the byte bound until it is freed: from now
+    // on, or, while the op that made it still counts it (its PushOptions::bytes), from when that
+    // op's write ends (settle), so that it is never counted twice.
     if (v->delete_pending && bytes && max_bytes_.load(std::memory_order_relaxed)) {
-      v->delete_bytes = bytes;
-      pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      if (storage_counted_by_writer(v)) {
+        v->delete_bytes_later = bytes;
+      } else {
+        v->delete_bytes = bytes;
+        pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      }
     }
   }
   after_settle(v, settled);

@@ -91,6 +91,11 @@ struct alignas(64) VarBlock {
   bool delete_pending = false;
   OpFunction on_delete;
   std::size_t delete_bytes = 0;  // counted in flight (pushed_bytes_) until on_delete has run
+  // The storage is counted in flight by the op that writes it with PushOptions::bytes (the op
+  // that made it) until `done` reaches this mark (its grant's write_mark), so a deletion does not
+  // count it again before then: it waits in delete_bytes_later (EngineImpl::settle).
+  std::uint64_t counted_until = 0;
+  std::size_t delete_bytes_later = 0;
 
   ErrorRef error;  // guarded by EngineImpl::err_mu_
 
@@ -492,6 +497,7 @@ class EngineImpl {
   // Appends op's accesses to its variables' queues; dispatches it if all were granted.
   void enqueue_accesses(OprBlock* op);
   void grant(Access* a, ReadyList& ready) noexcept;
+  static bool storage_counted_by_writer(const VarBlock* v) noexcept;
   void capture_poison(Access* a) noexcept;
   void complete_access(VarBlock* v, ReadyList& ready) noexcept;
   // What a variable does when its running accesses end, or arranges for the last of them to do
