@@ -231,13 +231,25 @@ function updateButtons() {
 }
 
 // ---- charts -------------------------------------------------------------------------------
+// A bar's label in lines of about `width` characters, broken at spaces (Chart.js draws an array
+// as lines): on a narrow screen a long label (Indonesian's) was cut at the canvas's left edge.
+function wrapLabel(label, width = 22) {
+  const lines = [];
+  for (const word of String(label).split(' ')) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last].length + 1 + word.length <= width) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines.length > 1 ? lines : label;
+}
+
 function barChart(canvas, bars, { unit = 's', title } = {}) {
   const scale = unit === 's' ? 1e3 : unit === 'us' ? 1e6 : 1;
   const axis = unit === 's' ? t('axis.ms') : unit === 'us' ? t('axis.us') : unit;
   return new Chart(canvas, {
     type: 'bar',
     data: {
-      labels: bars.map((b) => b.label),
+      labels: bars.map((b) => wrapLabel(b.label)),
       datasets: [{
         data: bars.map((b) => b.value * scale),
         backgroundColor: bars.map((b) => b.color || '#4f46e5'),

@@ -50,7 +50,7 @@ export default {
   'error.oomHint': 'The module’s memory is full. Arrays a code cell left behind are freed only when the garbage collector runs (delete() frees one at once); Reload worker starts a new engine with all its memory.',
 
   // Fields the page refuses before running (inputs.js); {field} is the field's name
-  'input.notNumber': '{field}: what was typed is not a number',
+  'input.notNumber': '{field}: what was typed is not a number this field can hold',
   'input.empty': '{field} is empty: give a value from {min} to {max}',
   'input.rangeInt': '{field} = {value} is refused: a whole number from {min} to {max}',
   'input.rangeStep': '{field} = {value} is refused: from {min} to {max} in steps of {step}',
@@ -114,7 +114,7 @@ export default {
 
   // E1
   'E1.title': 'Queueing is not computing',
-  'E1.explainHtml': 'Ten random 1000×1000 matrices, each used in a matrix product. The <b>synchronous</b> run waits for every ' +
+  'E1.explainHtml': 'Ten random matrices (1000×1000 in the chapter; the size field changes it), each used in a matrix product. The <b>synchronous</b> run waits for every ' +
     'result before going on, as NumPy does. The <b>engine</b> run only queues the work: its loop returns almost at ' +
     'once, and the real cost shows up when <code>nd.waitAll()</code> waits for the workers to finish.',
   'E1.fig.sync': 'synchronous (wait after every op)',
@@ -167,8 +167,8 @@ export default {
   'E4.note.ticks': 'times: the thread was free',
 
   // E5
-  'E5.title': 'Ten thousand small ops: t1, t2, t3',
-  'E5.explainHtml': 'Ten thousand <code>y = x + 1</code> on a 1×2 array, waiting after each one vs once at the end. The chapter splits ' +
+  'E5.title': 'Many small ops: t1, t2, t3',
+  'E5.explainHtml': 'N <code>y = x + 1</code> on a 1×2 array (N = 10 000 in the chapter; the ops field sets it), waiting after each one vs once at the end. The chapter splits ' +
     'a step in three: <b>t1</b> the frontend pushes the op, <b>t2</b> a worker computes it, <b>t3</b> the result is handed back. ' +
     'Waiting each time costs N (t1 + t2 + t3); waiting once lets pushing and computing overlap.',
   'E5.fig.sync': 'synchronous (waitToRead each time)',
@@ -196,8 +196,11 @@ export default {
     'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
     '(the frontend races ahead and every queued batch holds its memory: past about 33 batches the module’s 2 GiB run out); ' +
     'with none but a small backpressure bound, which makes a push wait instead; and with none on the default engine, whose ' +
-    'byte bound (a quarter of the module’s heap, 512 MiB) lets the frontend run ahead, then waits. ' +
-    'The chart samples the engine’s bytes in use over time.',
+    'byte bound (a quarter of the module’s heap, 512 MiB, that is 536.9 MB) lets the frontend run ahead, then waits. ' +
+    'A bound counts what queued work keeps alive (the outputs of ops not yet run, and arrays dropped while queued ops still ' +
+    'read them); the memory shown also holds what the program holds itself (the parameters, the batch, what autograd keeps ' +
+    'for backward), so a peak can pass the bound. The chart samples the engine’s bytes in use over time, so it can miss ' +
+    'the exact peak the table gives.',
   'E6.unavailableHtml': '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
     'JavaScript API, which this build of the WebAssembly package does not have (rebuild it: make wasm). ' +
     'The panel shows no figures rather than made-up ones; it runs as soon as the module provides them.',

@@ -47,7 +47,7 @@ export default {
   'error.oomHint': 'La mémoire du module est pleine. Les tableaux laissés par une cellule de code ne sont libérés qu’au passage du ramasse-miettes (delete() en libère un tout de suite) ; « Relancer le worker » démarre un moteur neuf, avec toute sa mémoire.',
 
   // Fields the page refuses before running (inputs.js); {field} is the field's name
-  'input.notNumber': '{field} : ce qui a été saisi n’est pas un nombre',
+  'input.notNumber': '{field} : ce qui a été saisi n’est pas un nombre que ce champ peut contenir',
   'input.empty': '{field} est vide : donnez une valeur de {min} à {max}',
   'input.rangeInt': '{field} = {value} est refusé : un nombre entier de {min} à {max}',
   'input.rangeStep': '{field} = {value} est refusé : de {min} à {max} par pas de {step}',
@@ -108,7 +108,7 @@ export default {
   'param.boundMB': 'limite (Mo)',
 
   'E1.title': 'Mettre en file n’est pas calculer',
-  'E1.explainHtml': 'Dix matrices aléatoires 1000×1000, chacune utilisée dans un produit matriciel. L’exécution <b>synchrone</b> attend ' +
+  'E1.explainHtml': 'Dix matrices aléatoires (de 1000×1000 dans le chapitre ; le champ « taille » change cette taille), chacune utilisée dans un produit matriciel. L’exécution <b>synchrone</b> attend ' +
     'chaque résultat avant de continuer, comme NumPy. L’exécution par le <b>moteur</b> ne fait que mettre le travail en file ' +
     'd’attente : sa boucle rend la main presque aussitôt, et le vrai coût apparaît quand <code>nd.waitAll()</code> attend ' +
     'que les threads aient fini.',
@@ -159,8 +159,8 @@ export default {
   'E4.fig.ticks': 'déclenchements d’un minuteur de 1 ms pendant l’attente',
   'E4.note.ticks': 'fois : le thread était libre',
 
-  'E5.title': 'Dix mille petites opérations : t1, t2, t3',
-  'E5.explainHtml': 'Dix mille <code>y = x + 1</code> sur un tableau 1×2, en attendant après chacune ou une seule fois à la fin. Le chapitre ' +
+  'E5.title': 'De nombreuses petites opérations : t1, t2, t3',
+  'E5.explainHtml': 'N <code>y = x + 1</code> sur un tableau 1×2 (N = 10 000 dans le chapitre ; le champ « opérations » le fixe), en attendant après chacune ou une seule fois à la fin. Le chapitre ' +
     'découpe un pas en trois : <b>t1</b> le frontend ajoute l’opération, <b>t2</b> un thread du backend la calcule, <b>t3</b> le ' +
     'résultat revient. Attendre à chaque fois coûte N (t1 + t2 + t3) ; attendre une fois laisse l’ajout et le calcul se chevaucher.',
   'E5.fig.sync': 'synchrone (waitToRead à chaque fois)',
@@ -188,8 +188,12 @@ export default {
     'sans lecture et sans la limite en octets du moteur (le frontend prend de l’avance et chaque minibatch en file garde sa ' +
     'mémoire : au-delà d’environ 33 minibatchs, les 2 Gio du module sont épuisés) ; sans lecture mais avec une petite limite ' +
     'de contre-pression, qui fait plutôt attendre l’ajout ; et sans lecture avec le moteur par défaut, dont la limite en octets ' +
-    '(un quart du tas du module, 512 Mio) laisse le frontend prendre de l’avance, puis le fait attendre. ' +
-    'Le graphique relève au fil du temps les octets utilisés par le moteur.',
+    '(un quart du tas du module, 512 Mio, soit 536,9 Mo) laisse le frontend prendre de l’avance, puis le fait attendre. ' +
+    'Une limite compte ce que le travail en file garde en vie (les sorties des opérations pas encore exécutées, et les tableaux ' +
+    'abandonnés que des opérations en file lisent encore) ; la mémoire affichée compte aussi ce que le programme garde lui-même ' +
+    '(les paramètres, le minibatch, ce que l’autograd garde pour la rétropropagation), si bien qu’un pic peut dépasser la ' +
+    'limite. Le graphique relève au fil du temps les octets utilisés par le moteur ; il peut donc manquer le pic exact que ' +
+    'donne le tableau.',
   'E6.unavailableHtml': '<strong>Cette expérience ne peut pas encore s’exécuter.</strong> Elle a besoin de <code>nd.nn</code> et de ' +
     '<code>nd.autograd</code> dans l’API JavaScript, que cette version du paquet WebAssembly n’a pas (reconstruisez-le : make wasm). ' +
     'Le panneau n’affiche aucun chiffre plutôt que des chiffres inventés ; il s’exécutera dès que le module les fournira.',

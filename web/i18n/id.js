@@ -46,7 +46,7 @@ export default {
   'error.oomHint': 'Memori modul penuh. Larik yang ditinggalkan sel kode baru dibebaskan saat pengumpul sampah berjalan (delete() langsung membebaskan satu larik); Muat ulang worker memulai mesin baru dengan seluruh memorinya.',
 
   // Fields the page refuses before running (inputs.js); {field} is the field's name
-  'input.notNumber': '{field}: yang diketik bukan angka',
+  'input.notNumber': '{field}: yang diketik bukan angka yang bisa ditampung kolom ini',
   'input.empty': '{field} kosong: isi nilai dari {min} sampai {max}',
   'input.rangeInt': '{field} = {value} ditolak: bilangan bulat dari {min} sampai {max}',
   'input.rangeStep': '{field} = {value} ditolak: dari {min} sampai {max} dengan langkah {step}',
@@ -106,7 +106,7 @@ export default {
   'param.boundMB': 'batas MB',
 
   'E1.title': 'Mengantri bukan berarti menghitung',
-  'E1.explainHtml': 'Sepuluh matriks acak 1000×1000, masing-masing dipakai dalam satu perkalian matriks. Proses <b>sinkron</b> menunggu ' +
+  'E1.explainHtml': 'Sepuluh matriks acak (1000×1000 di bab ini; kolom ukuran mengubahnya), masing-masing dipakai dalam satu perkalian matriks. Proses <b>sinkron</b> menunggu ' +
     'setiap hasil sebelum lanjut, seperti NumPy. Proses <b>mesin</b> hanya memasukkan pekerjaan ke antrian: perulangannya kembali ' +
     'hampir seketika, dan biaya sebenarnya baru terlihat saat <code>nd.waitAll()</code> menunggu para pekerja selesai.',
   'E1.fig.sync': 'sinkron (menunggu setelah setiap operasi)',
@@ -155,8 +155,8 @@ export default {
   'E4.fig.ticks': 'timer 1 md berbunyi selama menunggu',
   'E4.note.ticks': 'kali: thread sedang bebas',
 
-  'E5.title': 'Sepuluh ribu operasi kecil: t1, t2, t3',
-  'E5.explainHtml': 'Sepuluh ribu <code>y = x + 1</code> pada larik 1×2, menunggu setelah masing-masing atau sekali di akhir. Bab ini ' +
+  'E5.title': 'Banyak operasi kecil: t1, t2, t3',
+  'E5.explainHtml': 'N <code>y = x + 1</code> pada larik 1×2 (N = 10.000 di bab ini; kolom operasi mengaturnya), menunggu setelah masing-masing atau sekali di akhir. Bab ini ' +
     'membagi satu langkah menjadi tiga: <b>t1</b> frontend memasukkan operasi, <b>t2</b> thread backend menghitungnya, <b>t3</b> ' +
     'hasilnya dikembalikan. Menunggu setiap kali memakan N (t1 + t2 + t3); menunggu sekali membuat penambahan dan komputasi tumpang tindih.',
   'E5.fig.sync': 'sinkron (waitToRead setiap kali)',
@@ -183,8 +183,12 @@ export default {
     'loss L2) dengan empat cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch; tanpa pembacaan dan dengan batas byte ' +
     'mesin dimatikan (frontend melaju di depan dan setiap minibatch dalam antrian menahan memorinya: setelah sekitar 33 minibatch, ' +
     '2 GiB milik modul habis); tanpa pembacaan tetapi dengan batas tekanan balik yang kecil, yang membuat penambahan menunggu; dan ' +
-    'tanpa pembacaan dengan mesin bawaan, yang batas byte-nya (seperempat heap modul, 512 MiB) membiarkan frontend melaju dulu, lalu ' +
-    'menunggu. Grafik mencatat byte yang dipakai mesin dari waktu ke waktu.',
+    'tanpa pembacaan dengan mesin bawaan, yang batas byte-nya (seperempat heap modul, 512 MiB, yaitu 536,9 MB) membiarkan frontend ' +
+    'melaju dulu, lalu menunggu. Batas menghitung apa yang dijaga tetap hidup oleh pekerjaan dalam antrian (keluaran operasi yang ' +
+    'belum berjalan, dan array yang dibuang tetapi masih dibaca operasi dalam antrian); memori yang ditampilkan juga mencakup apa ' +
+    'yang dipegang program sendiri (parameter, minibatch, apa yang disimpan autograd untuk backward), sehingga puncaknya bisa ' +
+    'melewati batas. Grafik mengambil sampel byte yang dipakai mesin dari waktu ke waktu, jadi bisa melewatkan puncak tepat yang ' +
+    'diberikan tabel.',
   'E6.unavailableHtml': '<strong>Eksperimen ini belum bisa dijalankan.</strong> Ia membutuhkan <code>nd.nn</code> dan <code>nd.autograd</code> ' +
     'di API JavaScript, yang tidak dimiliki build paket WebAssembly ini (bangun ulang: make wasm). Panel ini tidak menampilkan angka ' +
     'daripada menampilkan angka karangan; ia berjalan begitu modul menyediakannya.',

@@ -43,7 +43,7 @@ export default {
   'error.oomHint': '模块的内存已满。代码单元留下的数组只有在垃圾回收运行时才会释放（delete() 可以立即释放一个）；“重启 Worker”会启动一个拥有全部内存的新引擎。',
 
   // Fields the page refuses before running (inputs.js); {field} is the field's name
-  'input.notNumber': '{field}：输入的内容不是数字',
+  'input.notNumber': '{field}：输入的内容不是这个字段能容纳的数字',
   'input.empty': '{field} 为空：请输入 {min} 到 {max} 之间的值',
   'input.rangeInt': '{field} = {value} 不被接受：应为 {min} 到 {max} 之间的整数',
   'input.rangeStep': '{field} = {value} 不被接受：应在 {min} 到 {max} 之间，步长为 {step}',
@@ -102,7 +102,7 @@ export default {
   'param.boundMB': '上限 MB',
 
   'E1.title': '入队不等于计算',
-  'E1.explainHtml': '十个 1000×1000 的随机矩阵，每个都参与一次矩阵乘法。<b>同步</b>运行在继续之前等待每个结果，和 NumPy 一样。' +
+  'E1.explainHtml': '十个随机矩阵（本章中是 1000×1000；大小字段可以改变它），每个都参与一次矩阵乘法。<b>同步</b>运行在继续之前等待每个结果，和 NumPy 一样。' +
     '<b>引擎</b>运行只把工作放进队列：它的循环几乎立刻返回，真正的开销在 <code>nd.waitAll()</code> 等待工作线程完成时才显现出来。',
   'E1.fig.sync': '同步（每个操作之后都等待）',
   'E1.fig.returned': '引擎：循环返回用时',
@@ -148,8 +148,8 @@ export default {
   'E4.fig.ticks': '等待期间 1 毫秒定时器的触发次数',
   'E4.note.ticks': '次：线程是空闲的',
 
-  'E5.title': '一万个小操作：t1、t2、t3',
-  'E5.explainHtml': '在 1×2 数组上做一万次 <code>y = x + 1</code>，每次之后都等待，或只在最后等待一次。本章把一步分成三段：' +
+  'E5.title': '许多小操作：t1、t2、t3',
+  'E5.explainHtml': '在 1×2 数组上做 N 次 <code>y = x + 1</code>（本章中 N = 10 000；操作数字段可以设置它），每次之后都等待，或只在最后等待一次。本章把一步分成三段：' +
     '<b>t1</b> 前端把操作放进队列，<b>t2</b> 后端线程计算它，<b>t3</b> 结果返回给前端。每次都等待的代价是 N (t1 + t2 + t3)；' +
     '只等待一次，入队和计算就能重叠。',
   'E5.fig.sync': '同步（每次都 waitToRead）',
@@ -175,7 +175,9 @@ export default {
   'E6.explainHtml': '本章用四种方式训练一个多层感知机（Dense 2048 relu、Dense 512 relu、Dense 1；小批量 1024×512；SGD，学习率 0.005；' +
     'L2 损失）：每个小批量都用同步函数读取一次损失；不读取，并关闭引擎的字节上限（前端抢先跑，队列中的每个小批量都占着自己的内存：' +
     '大约 33 个小批量之后，模块的 2 GiB 内存就会耗尽）；不读取但使用一个较小的背压上限，让入队改为等待；' +
-    '不读取，使用默认引擎，它的字节上限（模块堆的四分之一，512 MiB）先让前端抢先跑，然后让它等待。图表记录引擎占用的字节数随时间的变化。',
+    '不读取，使用默认引擎，它的字节上限（模块堆的四分之一，512 MiB，即 536.9 MB）先让前端抢先跑，然后让它等待。' +
+    '上限只计算排队中的工作占着的内存（尚未运行的操作的输出，以及已丢弃但仍被排队操作读取的数组）；图中显示的内存还包括程序自己持有的部分' +
+    '（参数、当前小批量、自动求导为反向传播保留的数据），所以峰值可以超过上限。图表按时间采样引擎占用的字节数，因此可能错过表格给出的精确峰值。',
   'E6.unavailableHtml': '<strong>这个实验暂时无法运行。</strong>它需要 JavaScript API 中的 <code>nd.nn</code> 和 <code>nd.autograd</code>，' +
     '而这个版本的 WebAssembly 包没有它们（请重新构建：make wasm）。面板宁可不显示数字，也不编造数字；模块一旦提供它们，实验就能运行。',
   'E6.mode.sync': '每个小批量都读取（l.mean().item()）',
