@@ -17,8 +17,10 @@
 //                          the step ('warmup', 'syncStep', 'batch', ...: the playground turns it
 //                          into words), `params` its numbers
 //   profile(fn, cb)        runs fn with the profiler on and hands its events to cb; by default
-//                          only where an experiment needs the events itself (E2, E5), and the
-//                          playground records every run for its timelines
+//                          only where an experiment needs the events itself (E2, E5), by starting
+//                          and stopping the engine's profiler (a caller that profiles its own
+//                          work around an experiment passes its own), and the playground records
+//                          every run for its timelines
 //   startProfile(), stopProfile()   the same around a stretch with awaits in it (E4) or a long
 //                          one (E6); by default nothing
 // Every function blocks its thread while it waits (waitToRead, waitAll, dataSync): run it in Node
@@ -77,13 +79,28 @@
     return best / 1000;
   }
 
-  // E1: `iters` random n x n matrices, each used in a product: synchronous (wait for every op,
-  // the way NumPy behaves) vs the engine, whose loop only queues. The asynchronous loop makes two
-  // matrices per step, the synchronous one; tidy frees each step's arrays once their ops ran.
-  // params: n (1000), iters (10).
+  const show = (v) => (typeof v === 'string' ? `'${v}'` : typeof v === 'bigint' ? `${v}n` : String(v));
+
+  // A number of experiment `exp`: `def` when absent (undefined or null), else a number from min to
+  // max, a whole one unless `real`. Anything else is an Error naming the experiment, the name and
+  // the value as given, thrown before the experiment makes anything.
+  function num(exp, name, v, def, { min = 1, max = Number.MAX_SAFE_INTEGER, real = false } = {}) {
+    if (v === undefined || v === null) return def;
+    if (typeof v !== 'number' || !Number.isFinite(v) || (!real && !Number.isInteger(v)) || v < min || v > max) {
+      const what = real ? 'a number' : 'an integer';
+      const range = max === Number.MAX_SAFE_INTEGER ? `${min} or more` : `from ${min} to ${max}`;
+      throw new Error(`${exp}: ${name} must be ${what} ${range}, got ${show(v)}`);
+    }
+    return v;
+  }
+  const param = (ctx, exp, name, def, range) => num(exp, name, ctx.params[name], def, range);
+
+  // E1: `iters` random n x n matrices, each multiplied by itself, as the chapter's loop:
+  // synchronous (wait for every op, the way NumPy behaves) vs the engine, whose loop only queues;
+  // tidy frees each step's arrays once their ops ran. params: n (1000), iters (10).
   function e1(nd, context_) {
     const ctx = context(nd, context_);
-    const n = ctx.params.n || 1000, iters = ctx.params.iters || 10;
+    const n = param(ctx, 'E1', 'n', 1000), iters = param(ctx, 'E1', 'iters', 10);
     ctx.progress(0, 'warmup');
     nd.tidy(() => nd.dot(nd.random.normal([n, n]), nd.random.normal([n, n])).waitToRead());
 
@@ -103,7 +120,10 @@
     ctx.profile(() => {
       t0 = now();
       for (let i = 0; i < iters; ++i) {
-        nd.tidy(() => { nd.dot(nd.random.normal([n, n]), nd.random.normal([n, n])); });
+        nd.tidy(() => {
+          const a = nd.random.normal([n, n]);
+          nd.dot(a, a);
+        });
       }
       returnedS = now() - t0;
       nd.waitAll();
@@ -152,9 +172,9 @@
 
   // E3, E4 and E7 work on x ~ U(0, 1) [n, n] (params.n, else defaultN), after one product to warm
   // up; body(ctx, x, n) gives the figures (or a promise of them). x is freed once it is done.
-  function onSquare(nd, context_, defaultN, body) {
+  function onSquare(nd, context_, exp, defaultN, body) {
     const ctx = context(nd, context_);
-    const n = ctx.params.n || defaultN;
+    const n = param(ctx, exp, 'n', defaultN);
     const x = nd.random.uniform([n, n]);
     let pending = null;
     try {
@@ -171,7 +191,7 @@
   // E3: barriers. y = dot(x, x).sum() queued, then printed; one dot waited with waitToRead, with
   // waitAll, and two dots with waitAll. params: n (2000).
   function e3(nd, context_) {
-    return onSquare(nd, context_, 2000, (ctx, x, n) => {
+    return onSquare(nd, context_, 'E3', 2000, (ctx, x, n) => {
       const r = { n };
       ctx.profile(() => {
         let t0 = now();
@@ -203,39 +223,46 @@
   // JavaScript way, `await x.data()`, which never blocks: a 1 ms timer counts how often the event
   // loop ran meanwhile. params: n (2000).
   function e4(nd, context_) {
-    return onSquare(nd, context_, 2000, async (ctx, x, n) => {
+    return onSquare(nd, context_, 'E4', 2000, async (ctx, x, n) => {
       const r = { n };
       ctx.startProfile();
-      let t0 = now();
-      const host = nd.tidy(() => nd.dot(x, x).dataSync());
-      r.dataSyncS = now() - t0;
-      r.values = host.length;
-      ctx.progress(0.25, 'calling', { call: 'item()' });
-      t0 = now();
-      r.norm = nd.tidy(() => nd.dot(x, x).norm().item());
-      r.itemS = now() - t0;
-      ctx.progress(0.5, 'calling', { call: 'toString()' });
-      t0 = now();
-      r.text = nd.tidy(() => nd.dot(x, x).sum().toString());
-      r.toStringS = now() - t0;
-      ctx.progress(0.75, 'calling', { call: 'await data()' });
-      t0 = now();
-      const y = nd.dot(x, x);
-      const p = y.data();
-      r.dataReturnedS = now() - t0;
-      let ticks = 0;
-      const ticker = setInterval(() => { ++ticks; }, 1);
       try {
-        await p;
+        return await e4Calls(nd, ctx, x, r);
       } finally {
-        clearInterval(ticker);
-        y.delete();
+        ctx.stopProfile();  // also when a call failed
       }
-      r.awaitDataS = now() - t0;
-      r.ticks = ticks;
-      ctx.stopProfile();
-      return r;
     });
+  }
+  // E4's calls, with the profiler on (e4 stops it, also when one fails).
+  async function e4Calls(nd, ctx, x, r) {
+    let t0 = now();
+    const host = nd.tidy(() => nd.dot(x, x).dataSync());
+    r.dataSyncS = now() - t0;
+    r.values = host.length;
+    ctx.progress(0.25, 'calling', { call: 'item()' });
+    t0 = now();
+    r.norm = nd.tidy(() => nd.dot(x, x).norm().item());
+    r.itemS = now() - t0;
+    ctx.progress(0.5, 'calling', { call: 'toString()' });
+    t0 = now();
+    r.text = nd.tidy(() => nd.dot(x, x).sum().toString());
+    r.toStringS = now() - t0;
+    ctx.progress(0.75, 'calling', { call: 'await data()' });
+    t0 = now();
+    const y = nd.dot(x, x);
+    const p = y.data();
+    r.dataReturnedS = now() - t0;
+    let ticks = 0;
+    const ticker = setInterval(() => { ++ticks; }, 1);
+    try {
+      await p;
+    } finally {
+      clearInterval(ticker);
+      y.delete();
+    }
+    r.awaitDataS = now() - t0;
+    r.ticks = ticks;
+    return r;
   }
 
   // E5: N x (y = x + 1) on a [1, 2] array, waiting after each (syncS) vs once (asyncS; pushS: its
@@ -244,8 +271,9 @@
   // result back), in seconds. params: N (10000), warmup (1000), profiled (1000).
   function e5(nd, context_) {
     const ctx = context(nd, context_);
-    const N = ctx.params.N || 10000;
-    const warmup = ctx.params.warmup ?? 1000, profiled = Math.min(ctx.params.profiled || 1000, N);
+    const N = param(ctx, 'E5', 'N', 10000);
+    const warmup = param(ctx, 'E5', 'warmup', 1000, { min: 0 });
+    const profiled = Math.min(param(ctx, 'E5', 'profiled', 1000), N);
     const x = nd.ones([1, 2]);
     try {
       ctx.progress(0, 'warmup');
@@ -323,8 +351,9 @@
   // E6, one mode: the chapter's MLP (Dense 2048 relu, Dense 512 relu, Dense 1; SGD lr 0.005; L2
   // loss) trained on its data iterator's batches (nd.nn.DataIter: X ~ N(0,1) [batchSize,
   // features], y = ones [batchSize]), after one warm-up batch (deferred parameters, gradients).
-  // The engine's bounds are reset first (the default engine), then the mode's applied; reset
-  // again at the end. options: batches, batchSize, features, lr, seed (E6_DEFAULTS), boundBytes
+  // The engine's bounds are reset first (the default engine), then the mode's applied; the
+  // caller's are put back at the end, also after a failure. Bad options are an Error naming them,
+  // before anything is made. options: batches, batchSize, features, lr, seed (E6_DEFAULTS), boundBytes
   // (bounded; e6DefaultBoundBytes), drainSampleMs (> 0: once the loop returned, sample the
   // memory every this many ms until the queue is empty, for a curve of the drain).
   // Returns, besides the settings: pushedS (first batch to the loop's return), totalS (to waitAll),
@@ -340,14 +369,16 @@
   function e6Run(nd, mode, options = {}, context_) {
     const ctx = context(nd, context_);
     if (!E6_MODES.includes(mode)) throw new Error(`e6Run: unknown mode '${mode}'`);
-    const { batches, batchSize, features, lr, seed, drainSampleMs } = { ...E6_DEFAULTS, ...options };
-    const boundBytes = options.boundBytes ?? e6DefaultBoundBytes(batchSize);
+    const o = { ...E6_DEFAULTS, ...options };
+    const batches = num('e6Run', 'batches', o.batches), batchSize = num('e6Run', 'batchSize', o.batchSize);
+    const features = num('e6Run', 'features', o.features), seed = num('e6Run', 'seed', o.seed, 1, { min: 0 });
+    const lr = num('e6Run', 'lr', o.lr, 0.005, { min: 0, real: true });
+    const drainSampleMs = num('e6Run', 'drainSampleMs', o.drainSampleMs, 0, { min: 0, real: true });
+    const boundBytes = num('e6Run', 'boundBytes', options.boundBytes, e6DefaultBoundBytes(batchSize), { min: 0 });
     const rss = typeof process !== 'undefined' && process.memoryUsage ? () => process.memoryUsage().rss : null;
     let point = null;  // set once the measured batches start
-    nd.seed(seed);
-    const net = nd.nn.Sequential().add(nd.nn.Dense(2048, 'relu'), nd.nn.Dense(512, 'relu'), nd.nn.Dense(1));
+    let net = null, trainer = null;
     const loss = nd.nn.L2Loss();
-    const trainer = nd.nn.SGD(net, lr);
     const step = (X, y, read) => {
       const l = nd.autograd.record(() => loss.forward(net.forward(X), y));
       if (point) point();  // the forward pass queued: what a batch holds in flight
@@ -357,7 +388,20 @@
     };
     const out = { mode, batches, batchSize, boundBytes: 0, boundSource: 'none', pushWaits: 0,
                   batchesDone: 0, error: null, samples: [], batchEnds: [], rssPeakBytes: null };
+    // The caller's bounds, put back at the end (the run changes them): as they were set, or, where
+    // they were the engine's own, by resetMaxInflight (which keeps their source).
+    const callers = nd.engine.stats();
+    const restoreBounds = () => {
+      nd.engine.resetMaxInflight();
+      const s = nd.engine.stats();
+      if (s.maxInflightOps !== callers.maxInflightOps || s.maxInflightBytes !== callers.maxInflightBytes) {
+        nd.engine.setMaxInflight({ ops: callers.maxInflightOps, bytes: callers.maxInflightBytes });
+      }
+    };
     try {
+      nd.seed(seed);
+      net = nd.nn.Sequential().add(nd.nn.Dense(2048, 'relu'), nd.nn.Dense(512, 'relu'), nd.nn.Dense(1));
+      trainer = nd.nn.SGD(net, lr);
       nd.tidy(() => step(nd.random.normal([batchSize, features]), nd.ones([batchSize]), true));
       nd.waitAll();
       nd.engine.resetMaxInflight();
@@ -418,9 +462,9 @@
       out.heapPeakBytes = heapPeak;
       if (rss) out.rssPeakBytes = rssPeak;
     } finally {
-      nd.engine.resetMaxInflight();
-      net.delete();
-      trainer.delete();
+      restoreBounds();
+      if (net) net.delete();
+      if (trainer) trainer.delete();
       try { nd.waitAll(); } catch (e) { out.error = out.error || e.message; }
     }
     return out;
@@ -434,8 +478,9 @@
     if (!hasNN(nd)) {
       throw new Error('E6 needs nd.nn and nd.autograd, which this build of the JavaScript API does not have');
     }
-    const batches = ctx.params.batches || 20, batch = ctx.params.batch || 1024;
-    const boundBytes = ctx.params.boundMB ? Math.round(ctx.params.boundMB * 1e6) : e6DefaultBoundBytes(batch);
+    const batches = param(ctx, 'E6', 'batches', 20), batch = param(ctx, 'E6', 'batch', 1024);
+    const boundMB = param(ctx, 'E6', 'boundMB', null, { min: 1e-6, real: true });
+    const boundBytes = boundMB === null ? e6DefaultBoundBytes(batch) : Math.round(boundMB * 1e6);
     const out = { batches, batch, boundBytes, series: [] };
     ctx.startProfile();
     try {
@@ -455,7 +500,7 @@
   // sized to take about as long; if the two overlap, both take about the longer one, not the sum.
   // params: n (1500).
   function e7(nd, context_) {
-    return onSquare(nd, context_, 1500, (ctx, x, n) => {
+    return onSquare(nd, context_, 'E7', 1500, (ctx, x, n) => {
       let t0 = now();
       nd.tidy(() => nd.dot(x, x).waitToRead());
       const dotS = now() - t0;

@@ -125,7 +125,7 @@ export default {
   'E1.bar.sync': 'synchronous',
   'E1.bar.returned': 'engine: loop returned',
   'E1.bar.finished': 'engine: after waitAll',
-  'E1.text': 'The engine’s loop makes two {n}×{n} matrices per step, the synchronous one a single one.',
+  'E1.text': 'Both loops make one {n}×{n} matrix per step and multiply it by itself, as the chapter’s loop does.',
 
   // E2
   'E2.title': 'The dependency graph of z = x * y + 2',

@@ -120,7 +120,7 @@ export default {
   'E1.bar.sync': 'synchrone',
   'E1.bar.returned': 'moteur : fin de la boucle',
   'E1.bar.finished': 'moteur : après waitAll',
-  'E1.text': 'La boucle du moteur crée deux matrices {n}×{n} à chaque pas, la boucle synchrone une seule.',
+  'E1.text': 'Les deux boucles créent une matrice {n}×{n} à chaque pas et la multiplient par elle-même, comme la boucle du chapitre.',
 
   'E2.title': 'Le graphe de dépendance de z = x * y + 2',
   'E2.explainHtml': 'Pour chaque opération, le moteur note les tableaux qu’elle lit et ceux qu’elle écrit. Ce graphe est dessiné à partir ' +

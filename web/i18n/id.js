@@ -117,7 +117,7 @@ export default {
   'E1.bar.sync': 'sinkron',
   'E1.bar.returned': 'mesin: perulangan kembali',
   'E1.bar.finished': 'mesin: setelah waitAll',
-  'E1.text': 'Perulangan mesin membuat dua matriks {n}×{n} per langkah, perulangan sinkron hanya satu.',
+  'E1.text': 'Kedua perulangan membuat satu matriks {n}×{n} per langkah dan mengalikannya dengan dirinya sendiri, seperti perulangan di bab ini.',
 
   'E2.title': 'Grafik ketergantungan z = x * y + 2',
   'E2.explainHtml': 'Untuk setiap operasi, mesin mencatat larik mana yang dibaca dan mana yang ditulis. Hanya dari catatan itu, yang diambil ' +

@@ -143,3 +143,55 @@ test('E6: the MLP of the chapter trained four ways on the real nd.nn and nd.auto
   assert.equal(st.liveNnObjects, 0, 'E6 left nn handles alive');
   assert.equal(st.bytesInUse, before, 'E6 left memory allocated');
 });
+
+test('bad parameters are an Error naming the experiment, the parameter and the value, before anything runs', async () => {
+  nd.waitAll();
+  const pushed = nd.engine.stats().pushed;
+  const cases = [
+    ['E1', { n: -5 }, "E1: n must be an integer 1 or more, got -5"],
+    ['E1', { iters: '2' }, "E1: iters must be an integer 1 or more, got '2'"],
+    ['E3', { n: NaN }, 'E3: n must be an integer 1 or more, got NaN'],  // ran the default size before
+    ['E5', { N: -1 }, 'E5: N must be an integer 1 or more, got -1'],
+    ['E5', { warmup: 1.5 }, 'E5: warmup must be an integer 0 or more, got 1.5'],
+    ['E7', { n: 0 }, 'E7: n must be an integer 1 or more, got 0'],
+    ['E6', { boundMB: -1 }, 'E6: boundMB must be a number 0.000001 or more, got -1'],
+  ];
+  for (const [key, params, message] of cases) {
+    await assert.rejects(async () => EXPERIMENTS[key](nd, { params }), { message }, `${key} ${JSON.stringify(params)}`);
+  }
+  assert.throws(() => chapter.e6Run(nd, 'sync', { batches: 1, batchSize: 8, features: 4, lr: 'x' }),
+                { message: "e6Run: lr must be a number 0 or more, got 'x'" });
+  assert.equal(nd.engine.stats().pushed, pushed, 'a refused experiment queued ops');
+  assert.equal(nd.engine.stats().liveNnObjects, 0, 'a refused E6 left nn objects');  // the net leaked
+  assertClean();
+});
+
+test('E6 puts the caller\'s bounds back, after every mode and after a failure; E4 stops its profiler', async () => {
+  nd.engine.setMaxInflight({ ops: 1000, bytes: 12345678 });
+  try {
+    for (const mode of chapter.E6_MODES) {
+      chapter.e6Run(nd, mode, { batches: 1, batchSize: 16, features: 8, boundBytes: 1e6 });
+      const s = nd.engine.stats();
+      assert.deepEqual([s.maxInflightOps, s.maxInflightBytes], [1000, 12345678], mode);
+    }
+    // A failure inside the run's loop stops it (as running out of memory does) and is reported.
+    const r = chapter.e6Run(nd, 'nosync', { batches: 2, batchSize: 16, features: 8 }, {
+      progress: () => { throw new Error('progress failed'); },
+    });
+    assert.equal(r.error, 'progress failed');
+    const s = nd.engine.stats();
+    assert.deepEqual([s.maxInflightOps, s.maxInflightBytes], [1000, 12345678], 'after a failure');
+  } finally {
+    nd.engine.resetMaxInflight();
+  }
+  assert.equal(nd.engine.stats().maxInflightBytesSource, 'wasm heap');
+  assert.equal(nd.engine.stats().liveNnObjects, 0);
+  // E4 with a progress callback that fails: its profiler must not keep recording.
+  let on = false;
+  const ctx = { params: { n: 64 }, startProfile: () => { nd.profiler.start(); on = true; },
+                stopProfile: () => { nd.profiler.stop(); on = false; },
+                progress: (f, step) => { if (step === 'calling') throw new Error('progress failed'); } };
+  await assert.rejects(async () => EXPERIMENTS.E4(nd, ctx), /progress failed/);
+  assert.equal(on, false, 'E4 left its profiler on');
+  assertClean();
+});
