@@ -182,6 +182,54 @@ TEST_CASE("a large parallel_for gets the chunk helper while the worker is busy",
   CHECK(std::find(ids.begin(), ids.end(), std::this_thread::get_id()) != ids.end());
 }
 
+// The chunk helper runs parts of ops: waits from it are refused and bounded pushes never wait, as
+// on a worker (they blocked for ever: the op they waited for was the one whose chunk they ran).
+TEST_CASE("a chunk on the chunk helper is inside an op: waits throw and pushes never wait",
+          "[engine]") {
+  EngineOptions o{EngineKind::kThreaded, 1};
+  o.cpu_chunk_helpers = 1;
+  Engine eng(o);
+  REQUIRE(eng.num_chunk_helpers() == 1);
+  eng.set_max_inflight(1, 0);  // the op itself fills it: a push from outside would wait
+  std::mutex mu;
+  std::vector<std::thread::id> ids;
+  std::atomic<int> entered{0}, not_engine{0}, refused{0}, chunks{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Var v = eng.new_var(), w = eng.new_var();
+  eng.push(
+      [&] {
+        eng.parallel_for(
+            8, 1,
+            [&](std::int64_t, std::int64_t) {
+              {
+                std::lock_guard<std::mutex> lk(mu);
+                if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+                  ids.push_back(std::this_thread::get_id());
+              }
+              chunks.fetch_add(1);
+              if (!Engine::on_worker_thread()) not_engine.fetch_add(1);
+              try {
+                eng.waitall();
+              } catch (const Error& e) {
+                if (std::string(e.what()).find("inside an op") != std::string::npos) refused.fetch_add(1);
+              }
+              eng.push([] {}, {}, {w});  // bounded, from inside an op: never waits
+              // Wait (until the deadline) for a second thread to enter: then both ran chunks.
+              entered.fetch_add(1);
+              while (entered.load() < 2 && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::yield();
+            },
+            kChunkHelperMinWork);
+      },
+      {}, {v}, PushOptions{Device{}, 0, "split_op"});
+  eng.wait_to_read(v);
+  eng.waitall();
+  std::lock_guard<std::mutex> lk(mu);
+  CHECK(ids.size() == 2);  // the worker and the helper
+  CHECK(not_engine.load() == 0);
+  CHECK(refused.load() == chunks.load());
+}
+
 TEST_CASE("the chunk helper: one by default, none when the worker count is set", "[engine]") {
   const int cpus = program_cpu_limit().cpus;
   CHECK(Engine(EngineOptions{}).num_chunk_helpers() == (cpus > 1 ? 1 : 0));

@@ -76,7 +76,7 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   outer.add(net).add(net);  // one block twice is no cycle
   expect_error([&] { net.add(outer); }, {"Sequential::add", "cannot contain itself"});
   CHECK(net.size() == 1);
-  CHECK(outer.parameters().size() == 4);
+  CHECK(outer.parameters().size() == 2);  // the shared block's weight and bias, each once
   // A learning rate that is NaN or infinite made every weight NaN at the first step.
   expect_error([&] { nn::SGD(d.parameters(), std::nanf("")); }, {"SGD", "finite", "nan"});
   nn::SGD trainer(d.parameters(), 0.1f);
@@ -163,6 +163,56 @@ TEST_CASE("L2Loss is Gluon's, and SGD steps by lr * grad / batch_size", "[nn]") 
     check_exact(d.weight().grad().to_vector(), {-4, -6}, "gradient");
     trainer.step(2);
     check_exact(d.weight().data().to_vector(), {2.0f, 0.5f}, "after one step");
+  });
+}
+
+// A layer added twice shares its weights: backward sums the gradient of both uses, and a step
+// applies it once (it applied it once per listing: twice the learning rate).
+TEST_CASE("a shared layer's parameters are listed and updated once", "[nn]") {
+  leak_checked([] {
+    nn::Dense d(2, "", false, 2);
+    d.weight().set_data(nd::from_vector({1, 0, 0, 1}, {2, 2}));
+    nn::Sequential net;
+    net.add(d).add(d);
+    REQUIRE(net.parameters().size() == 1);
+    nn::SGD trainer(net.parameters(), 0.1f);
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = net(nd::from_vector({1, 1}, {1, 2})).sum();
+    }
+    y.backward();
+    check_exact(d.weight().grad().to_vector(), {2, 2, 2, 2}, "both uses summed");
+    trainer.step(1);
+    check_exact(d.weight().data().to_vector(), {0.8f, -0.2f, -0.2f, 0.8f}, "W - 0.1 * grad, once");
+    // A list that names a parameter twice steps it once too.
+    nn::SGD twice({d.weight(), d.weight()}, 0.1f);
+    twice.step(1);
+    check_exact(d.weight().data().to_vector(), {0.6f, -0.4f, -0.4f, 0.6f}, "one more step");
+    CHECK(d.weight().same_as(net.parameters()[0]));
+    CHECK_FALSE(d.weight().same_as(nn::Dense(2, "", false, 2).weight()));
+  });
+}
+
+// An SGD step inside a Record changed the weights the recording read (backward then failed, or,
+// with one layer, gave no error at all); w -= ... refused it. Both are refused now.
+TEST_CASE("SGD::step inside a Record is refused and changes nothing", "[nn][errors]") {
+  leak_checked([] {
+    nn::Dense d(1, "", false, 2);
+    d.weight().set_data(nd::from_vector({1, -1}, {1, 2}));
+    nn::SGD trainer(d.parameters(), 0.5f);
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = d(nd::from_vector({1, 2}, {1, 2})).sum();
+      CHECK_THROWS_WITH(trainer.step(1), Catch::Contains("SGD::step") &&
+                                             Catch::Contains("autograd is recording"));
+    }
+    check_exact(d.weight().data().to_vector(), {1, -1}, "the weights are untouched");
+    y.backward();  // the graph is intact
+    check_exact(d.weight().grad().to_vector(), {1, 2}, "gradient");
+    trainer.step(1);  // outside the Record: applied
+    check_exact(d.weight().data().to_vector(), {0.5f, -2}, "after the step");
   });
 }
 

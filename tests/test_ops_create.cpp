@@ -48,7 +48,7 @@ TEST_CASE("arange follows NumPy", "[ops][create]") {
     // and 0 (and the last step was "zero").
     CHECK(nd::arange(0, 16777217).size() == 16777217);
     CHECK(nd::arange(1e8, 1e8 + 10).size() == 10);
-    expect_error([] { nd::arange(0, 1, 1e-46); }, {"arange", "too many elements"});
+    expect_error([] { nd::arange(0, 1, 1e-46); }, {"arange", "too many elements", "step=1e-46"});
     expect_error([] { nd::arange(0, 1, 0); }, {"arange: step must be non-zero"});
     expect_error([] { nd::arange(0, std::numeric_limits<float>::infinity()); },
                  {"arange: start, stop and step must be finite", "stop=inf"});

@@ -435,7 +435,8 @@ class Engine {
                     const std::function<void(std::int64_t, std::int64_t)>& fn,
                     std::int64_t work = 0);
 
-  // True on the engine's own worker threads.
+  // True on the engine's own threads: its workers, and the CPU's chunk helpers (which run chunks
+  // of ops' parallel_for loops).
   static bool on_worker_thread();
 
  private:

@@ -64,6 +64,8 @@ class Parameter {
   // shape; while its data is deferred, its number of dimensions and every dimension already
   // known (set_data then initialises it). Throws asyncnd::Error naming both shapes otherwise.
   void set_data(const NDArray& values);
+  // Whether both handles are the same parameter (copies of a handle, a layer added twice).
+  bool same_as(const Parameter& other) const { return s_ == other.s_; }
 
   struct State;  // internal
 
@@ -80,8 +82,9 @@ class Block {
   // asyncnd::Error for an input of the wrong shape.
   NDArray operator()(const NDArray& x) const;
   NDArray forward(const NDArray& x) const { return (*this)(x); }
-  // Every parameter, in order (Dense: weight, then bias). Parameters whose data is deferred are
-  // included: a trainer made now sees them once they are initialised.
+  // Every parameter, in order (Dense: weight, then bias), each once: a layer added twice (its
+  // weights shared) gives its parameters at its first place. Parameters whose data is deferred
+  // are included: a trainer made now sees them once they are initialised.
   std::vector<Parameter> parameters() const;
 
   struct Impl;
@@ -134,7 +137,7 @@ class L2Loss {
 class SGD {
  public:
   // Throws asyncnd::Error for an empty parameter handle, and for a learning rate that is NaN or
-  // infinite (as set_learning_rate does).
+  // infinite (as set_learning_rate does). A parameter listed twice is updated once per step.
   SGD(std::vector<Parameter> params, float learning_rate);
   // Queues one update per parameter; returns at once. Throws asyncnd::Error (queuing nothing) if
   // batch_size <= 0 or a parameter is not initialised yet.

@@ -13,6 +13,9 @@
 #include "asyncnd/ndarray.h"
 
 namespace asyncnd {
+namespace nn {
+class Parameter;
+}  // namespace nn
 namespace detail {
 
 struct Chunk;
@@ -131,6 +134,9 @@ NDArray pow_grad_base(const NDArray& a, const NDArray& b);  // d(a^b)/da (kernel
 NDArray pow_grad_exp(const NDArray& a, const NDArray& b);   // d(a^b)/db (kernels::PowGradExpOp)
 void assign(NDArray& target, const NDArray& src);       // target = src in place (broadcast)
 void sgd_update(NDArray& w, const NDArray& g, float alpha);  // w -= alpha * g in place
+// Each parameter once, at its first place (nn.cpp): a shared layer's gradient is already the sum
+// over its uses, so a trainer that listed it twice would apply it twice.
+std::vector<nn::Parameter> unique_parameters(std::vector<nn::Parameter> params);
 
 }  // namespace detail
 }  // namespace asyncnd

@@ -25,6 +25,16 @@ void check_learning_rate(const char* op, float lr) {
   const std::string problem = learning_rate_problem(lr);
   if (!problem.empty()) throw Error(std::string(op) + ": " + problem);
 }
+std::vector<nn::Parameter> unique_parameters(std::vector<nn::Parameter> params) {
+  std::vector<nn::Parameter> out;
+  out.reserve(params.size());
+  for (nn::Parameter& p : params) {
+    bool seen = false;
+    for (const nn::Parameter& q : out) seen = seen || q.same_as(p);
+    if (!seen) out.push_back(std::move(p));
+  }
+  return out;
+}
 }  // namespace detail
 
 namespace nn {
@@ -134,7 +144,7 @@ NDArray Block::operator()(const NDArray& x) const {
 std::vector<Parameter> Block::parameters() const {
   std::vector<Parameter> out;
   if (impl_) impl_->collect(out);
-  return out;
+  return detail::unique_parameters(std::move(out));
 }
 
 NDArray relu(const NDArray& x) { return nd::relu(x); }
@@ -327,12 +337,12 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
 
 // ---- SGD ----------------------------------------------------------------------------------
 
-SGD::SGD(std::vector<Parameter> params, float learning_rate)
-    : params_(std::move(params)), lr_(learning_rate) {
+SGD::SGD(std::vector<Parameter> params, float learning_rate) : lr_(learning_rate) {
   detail::check_learning_rate("SGD", learning_rate);
-  for (const Parameter& p : params_)
+  for (const Parameter& p : params)
     if (!p.defined())
       throw Error("SGD: empty parameter handle in the list");
+  params_ = detail::unique_parameters(std::move(params));
 }
 
 void SGD::set_learning_rate(float lr) {
@@ -353,6 +363,9 @@ void SGD::step(std::int64_t batch_size) {
     w.push_back(p.data());
     g.push_back(p.grad());
   }
+  // An update of weights a recording reads would change what its backward reads, as w -= ...
+  // would: refused the same way, before any weight changes (the update itself is not recorded).
+  for (const NDArray& wi : w) detail::check_inplace_allowed(kOp, wi, nullptr);
   autograd::Pause pause;  // an update is never part of a graph
   const float alpha = lr_ / static_cast<float>(batch_size);
   for (std::size_t i = 0; i < w.size(); ++i) detail::sgd_update(w[i], g[i], alpha);

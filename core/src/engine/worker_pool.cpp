@@ -531,6 +531,10 @@ void unref(ParallelJob* job) {
 // small job's too, if it finds one), else parks until parallel_for wakes it for a large one. It
 // does not poll after a job: it runs on the frontend's core, which a frontend that pushes needs.
 void DevicePool::helper_main() {
+  // An engine thread, with no queue of its own: the chunks it runs are parts of ops, so a wait, a
+  // configure_engine or a bounded push from one is refused or never waits, as on a worker (they
+  // blocked for ever here: the op they waited for was the one that ran them).
+  tls_worker = WorkerTls{engine_, nullptr, -1};
   for (;;) {
     if (help_job()) continue;
     std::unique_lock<std::mutex> lk(park_mu_);

@@ -1,6 +1,8 @@
 // Creation ops (empty, zeros, ones, full, arange, from_vector) and copies between devices.
 // Each allocates its output at the call and queues the fill; nothing is written at the call.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,12 +29,14 @@ NDArray filled(const char* op, Shape shape, float value, Device device) {
   return out;
 }
 
+// The shortest text that reads back as v ("2.5", "3", "1e-46"; to_string wrote 1e-46 as "0").
 std::string num(double v) {
-  std::string s = std::to_string(v);
-  // to_string prints 6 decimals; trim "2.500000" to "2.5" and "3.000000" to "3".
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
+  char buf[32];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::isnan(v) || std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 }  // namespace
@@ -59,7 +63,10 @@ NDArray arange(double start, double stop, double step, Device device) {
   if (step == 0.0) throw Error(std::string(kOp) + ": step must be non-zero");
   // Like NumPy: the count and the values are computed in double, then rounded to float.
   const double count = std::ceil((stop - start) / step);
-  if (count > 4e18) throw Error(std::string(kOp) + ": too many elements");
+  if (count > 4e18) {
+    throw Error(std::string(kOp) + ": too many elements: start=" + num(start) + " stop=" +
+                num(stop) + " step=" + num(step) + " give " + num(count));
+  }
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   NDArray out = detail::new_array(kOp, {n}, device);
   if (n == 0) return out;
