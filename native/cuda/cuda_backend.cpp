@@ -456,10 +456,7 @@ class DeviceState {
     }
     if (e != cudaSuccess) {
       cudaGetLastError();
-      if (p.staging.ptr) {
-        if (cudaStreamSynchronize(stream) == cudaSuccess) pinned_->put(p.staging);
-        cudaGetLastError();
-      }
+      put_staging_after(p.staging, stream);
       check(e, what, id_);
     }
     {
@@ -470,6 +467,15 @@ class DeviceState {
   }
 
   PinnedPool& pinned() { return *pinned_; }
+
+  // Gives a staging buffer back to the pool once `stream` has passed the copy queued on it (null:
+  // none was queued); if the stream cannot be waited for, never: a buffer the DMA may still use
+  // must not go to another copy. Clears the error of a wait that failed.
+  void put_staging_after(const PinnedPool::Buffer& b, cudaStream_t stream) noexcept {
+    if (stream == nullptr) return pinned_->put(b);
+    if (b.ptr && cudaStreamSynchronize(stream) == cudaSuccess) pinned_->put(b);
+    cudaGetLastError();
+  }
 
   // ---- failures made on purpose (cuda_fail_next_launches) ------------------------------------
   void fail_next_launches(int n) { fail_launches_.store(n, std::memory_order_relaxed); }
@@ -683,10 +689,9 @@ class DeviceState {
       }
       cudaError_t e = cudaEventSynchronize(p.event);
       if (e == cudaSuccess && p.host_dst) std::memcpy(p.host_dst, p.staging.ptr, p.bytes);
-      // The staging buffer goes back only once its copy is known to be done (as complete_after
-      // returns it): after a failed wait, once the copy stream (every pending copy's) is; if that
-      // fails too, never.
-      if (e == cudaSuccess || cudaStreamSynchronize(copy_) == cudaSuccess) pinned_->put(p.staging);
+      // After a failed wait, the copy is known done only once the copy stream (every pending
+      // copy's) is.
+      put_staging_after(p.staging, e == cudaSuccess ? nullptr : copy_);
       give_event(p.event);
       if (e == cudaSuccess) {
         p.done.done();
@@ -923,14 +928,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // A copy that failed returns its staging buffer: at once if no copy was queued on it, else once
-  // the copy stream has passed that copy (if the stream cannot be waited for, never: a buffer the
-  // DMA may still use must not go to another copy).
-  static void give_back_staging(DeviceState& d, const PinnedPool::Buffer& b, bool queued) {
-    if (!queued || cudaStreamSynchronize(d.copy()) == cudaSuccess) d.pinned().put(b);
-    cudaGetLastError();
-  }
-
   // Host<->device through pinned staging on the copy stream (so copies overlap kernels), GPU to
   // GPU on the destination's streams.
   void copy(DeviceState& d, const KernelCall& c, Completion done) {
@@ -950,7 +947,7 @@ class CudaBackend final : public Backend {
         timer.end(c);
         d.written(d.copy(), c.out);
       } catch (...) {
-        give_back_staging(d, p.staging, queued);
+        d.put_staging_after(p.staging, queued ? d.copy() : nullptr);
         throw;
       }
       d.complete_after(d.copy(), std::move(p));  // gives the staging buffer back
@@ -969,7 +966,7 @@ class CudaBackend final : public Backend {
         queued = true;
         timer.end(c);
       } catch (...) {
-        give_back_staging(d, p.staging, queued);
+        d.put_staging_after(p.staging, queued ? d.copy() : nullptr);
         throw;
       }
       p.host_dst = c.out;

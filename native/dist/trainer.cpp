@@ -117,11 +117,11 @@ DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float lear
     : impl_(std::make_unique<Impl>()) {
   static const char* kOp = "DistributedTrainer";
   if (!dist::initialized()) throw Error(std::string(kOp) + ": dist::init() has not been called");
+  params = detail::unique_parameters(std::move(params));  // a shared layer's, once (as nn::SGD)
   // Before any collective on the parameters: a rank with other buckets would pair its
   // allreduces with different ones elsewhere, and MPI would truncate, corrupt or hang. A rank
   // whose own arguments are wrong says so through the same allgather, so that every rank throws
   // (one that threw before it left the others waiting in the collective).
-  params = detail::unique_parameters(std::move(params));  // a shared layer's, once (as nn::SGD)
   const std::string problem = local_problem(params, learning_rate, options);
   const std::vector<std::string> all = dist::allgather_strings(
       problem.empty() ? layout_of(params, options) : kRefusal + problem);

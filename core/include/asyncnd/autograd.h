@@ -24,13 +24,12 @@
 // after backward nothing recorded keeps an array alive. A graph never backpropagated is freed with
 // its last result handle.
 //
-// Gradient conventions: relu'(0) = 0; max sends the gradient to every element equal to the
-// maximum (ties all get it, as MXNet does; a NaN maximum's gradient goes to the NaNs, as
-// PyTorch's); pow's d(a^b)/da is 0 where b == 0 and its d(a^b)/db is 0 where a == 0 and b >= 0
-// (PyTorch's values where the formulas give 0 * inf), other infinities stay (d(x^0.5)/dx at 0);
-// norm's gradient x/|x| is NaN at x = 0; gradients through broadcasting are summed back to the
-// input's shape. Higher-order gradients are not
-// supported: backward itself is never recorded.
+// Gradient conventions: relu'(0) = 0; max sends the gradient to every element equal to the maximum
+// (ties all get it, as MXNet does; a NaN maximum's gradient goes to the NaNs, as PyTorch's); pow's
+// d(a^b)/da is 0 where b == 0 and its d(a^b)/db is 0 where a == 0 and b >= 0 (PyTorch's values
+// where the formulas give 0 * inf), other infinities stay (d(x^0.5)/dx at 0); norm's gradient x/|x|
+// is NaN at x = 0; gradients through broadcasting are summed back to the input's shape.
+// Higher-order gradients are not supported: backward itself is never recorded.
 //
 // In place: the graph keeps arrays, not copies of their values. An in-place update (+=, ...,
 // nn::SGD's step) of an array that takes part in a recording throws while recording, through a

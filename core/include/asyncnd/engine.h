@@ -168,17 +168,17 @@ const char* pacing_name(Pacing pacing);
 // ASYNCND_CPU_WORKERS and ASYNCND_CPU_HELPERS).
 inline constexpr int kMaxCpuThreads = 1024;
 
-// An engine's configuration. The Engine constructor and configure_engine check it first: an
-// unknown kind or pacing, or a count out of its range, throws asyncnd::Error naming the field and
-// its value, and changes nothing. If a thread cannot be started (the process's limit on threads
-// or memory), they throw asyncnd::Error saying how many started: the constructor makes no engine,
-// and configure_engine restarts the configuration it replaced.
 // An EngineOptions bound that is the default one: what from_env() sets, resolved when the engine
 // starts (ASYNCND_MAX_INFLIGHT_OPS or _BYTES where set, else kDefaultMaxInflightOps ops and
 // default_max_inflight_bytes(program_memory_limit().bytes) bytes). The bounds' default, so that
 // EngineOptions{kind, workers} or a field set by hand leaves the memory bound as it would be.
 inline constexpr std::size_t kDefaultBound = SIZE_MAX;
 
+// An engine's configuration. The Engine constructor and configure_engine check it first: an
+// unknown kind or pacing, or a count out of its range, throws asyncnd::Error naming the field and
+// its value, and changes nothing. If a thread cannot be started (the process's limit on threads
+// or memory), they throw asyncnd::Error saying how many started: the constructor makes no engine,
+// and configure_engine restarts the configuration it replaced.
 struct EngineOptions {
   EngineKind kind = EngineKind::kThreaded;
   // CPU worker threads, 0 to kMaxCpuThreads; 0 = one per CPU of program_cpu_limit() but one (at
@@ -202,8 +202,9 @@ struct EngineOptions {
   // the default bounds: kDefaultMaxInflightOps ops, and
   // default_max_inflight_bytes(program_memory_limit().bytes) bytes.
   // ASYNCND_MAX_INFLIGHT_OPS and ASYNCND_MAX_INFLIGHT_BYTES (whole numbers below SIZE_MAX, 0 = no
-  // bound) replace them. The bounds it returns are numbers, never kDefaultBound. Throws asyncnd::Error naming the variable and its value for a bad value (not a whole
-  // number, a sign, trailing characters, too large; an unknown word).
+  // bound) replace them. The bounds it returns are numbers, never kDefaultBound. Throws
+  // asyncnd::Error naming the variable and its value for a bad value (not a whole number, a
+  // sign, trailing characters, too large; an unknown word).
   static EngineOptions from_env();
   // The same with `limit` in place of the machine's (tests simulate a small machine with it).
   static EngineOptions from_env(const MemoryLimit& limit);
@@ -458,10 +459,11 @@ inline Engine& engine() {
 
 // Replaces the process-wide engine's configuration with `options`, every field of it (a bound
 // left at kDefaultBound is the default bound; EngineOptions::from_env() is the configuration the
-// engine was made with): waits for all work first, then restarts the workers. Variables and arrays stay valid. Call it from one thread while no other
-// thread uses the engine. If an earlier op failed and no wait reported it yet, the configuration
-// is still applied, then that failure is thrown (as waitall would). Throws "configure_engine:
-// called from inside an op" from an op (and changes nothing).
+// engine was made with): waits for all work first, then restarts the workers. Variables and
+// arrays stay valid. Call it from one thread while no other thread uses the engine. If an
+// earlier op failed and no wait reported it yet, the configuration is still applied, then that
+// failure is thrown (as waitall would). Throws "configure_engine: called from inside an op" from
+// an op (and changes nothing).
 void configure_engine(EngineOptions options);
 
 }  // namespace asyncnd

@@ -530,7 +530,6 @@ void EngineImpl::capture_poison(Access* a) noexcept {
   }
 }
 
-// Caller holds a->var->lock.
 // Caller holds v->lock, with done_seen exact (attention raised, or nothing runs). Whether an op
 // that counts bytes in flight (PushOptions::bytes) still writes v: granted and not completed, or
 // queued.
@@ -542,6 +541,7 @@ bool EngineImpl::storage_counted_by_writer(const VarBlock* v) noexcept {
   return false;
 }
 
+// Caller holds a->var->lock.
 void EngineImpl::grant(Access* a, ReadyList& ready) noexcept {
   capture_poison(a);
   if (a->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.add(a->op);
