@@ -87,6 +87,7 @@ function setLanguage(code, { remember = false } = {}) {
   }
   if (example) state.editor.setValue(defaultCode());
   for (const p of PANELS) if (p.ui && state.results[p.key]) showResult(p, state.results[p.key]);
+  for (const p of PANELS) if (p.ui && state.failed[p.key]) showTimeline(p.key, p.ui.tlCanvas, p.ui.tlNote, state.failed[p.key]);
   if (state.results.code) afterCode(state.results.code);
 }
 
@@ -107,6 +108,7 @@ const state = {
   ready: false,
   hasNN: false,
   threads: 0,
+  requestedThreads: 0,  // the count the current Worker was started with
   busy: null,        // the id of the run in flight
   nextId: 1,
   handlers: new Map(),
@@ -114,6 +116,7 @@ const state = {
   timelines: {},     // panel key -> Chart (timeline)
   graphs: {},        // panel key -> cytoscape instance
   results: {},       // panel key -> last result message (and 'code': the code cell's)
+  failed: {},        // panel key -> the failure message of its last run, if that run failed
   i18n: null,        // the current translator: code, locale, produced (every string it made)
 };
 window.playground = state;
@@ -157,6 +160,7 @@ const outOfMemory = (m) => !m.key && /out of (WebAssembly )?memory|allocation fa
 
 function startWorker(threads) {
   if (state.worker) state.worker.terminate();
+  state.requestedThreads = threads;
   for (const [, h] of state.handlers) h.fail({ key: 'error.workerRestarted', line: null });
   state.handlers.clear();
   state.ready = false;
@@ -176,6 +180,17 @@ function startWorker(threads) {
   w.postMessage({ type: 'init', threads, bound: boundFromControls().bound ?? null });
 }
 
+// The thread list takes effect by itself: a count other than the Worker's restarts it, at once
+// when it is idle, else when its run ends or it is ready (as Reload worker, which is disabled while
+// it loads: a Worker ended while its engine threads load their script makes the browser log
+// network errors).
+function applyThreads() {
+  const threads = Number($('#threads').value);
+  if (threads === state.requestedThreads || state.busy !== null) return;
+  if ($('#status').dataset.state === 'loading') return;
+  startWorker(threads);
+}
+
 function onWorkerMessage(m) {
   if (m.type === 'ready') {
     state.ready = true;
@@ -184,6 +199,7 @@ function onWorkerMessage(m) {
     setStatus('ready', () => t('status.ready', { count: m.threads, backend: m.backend }));
     for (const p of PANELS) refreshAvailability(p);
     updateButtons();
+    applyThreads();
     return;
   }
   if (m.type === 'fatal') {
@@ -206,6 +222,7 @@ function onWorkerMessage(m) {
     updateButtons();
     if (m.type === 'done') h.done(m);
     else h.fail(m);
+    applyThreads();
   }
 }
 
@@ -567,6 +584,7 @@ function runPanel(p) {
       ui.section.dataset.state = 'done';
       setProgress(ui, 1, () => t('panel.doneIn', { time: fmt(m.wallS, 's') }));
       state.results[p.key] = m;
+      delete state.failed[p.key];
       showResult(p, m);
     },
     fail: (m) => {
@@ -575,6 +593,7 @@ function runPanel(p) {
       setProgress(ui, 0, () => t('panel.failed'));
       clearResult(p);
       showRunError(ui, m);
+      state.failed[p.key] = m;  // its timeline is drawn again in another language
       showTimeline(p.key, ui.tlCanvas, ui.tlNote, m);  // what this run did before it failed
     },
   });
@@ -692,7 +711,7 @@ function afterCode(m) {
 function init() {
   // The language: ?lang=, else the remembered choice, else the browser's preference.
   i18n = makeTranslator(chooseLanguage({ query: queryLanguage(), stored: storedLanguage(),
-                                         preferred: navigator.languages || [navigator.language] }));
+                                         preferred: navigator.languages?.length ? navigator.languages : [navigator.language] }));
   state.i18n = i18n;
   document.documentElement.lang = i18n.locale;
   document.title = t('page.title');
@@ -714,6 +733,7 @@ function init() {
   for (const n of [1, 2, 3, 4, 6, 8]) select.append(bind(el('option', { value: String(n) }), () => i18n.number(n)));
   const initial = Math.min(4, Math.max(2, hw - 1));
   select.value = String(initial);
+  select.addEventListener('change', applyThreads);
   $('#reload').addEventListener('click', () => startWorker(Number(select.value)));
   $('#stop').addEventListener('click', () => startWorker(Number(select.value)));
   // A field that is refused shows why at once (boundFromControls); nothing is sent then.

@@ -66,6 +66,12 @@ function lineChart(canvas, series, boundBytes, tr) {
 // Microseconds per step, from seconds for N steps.
 const perStep = (seconds, N, tr) => tr.fmt(seconds / N, 'us');
 
+// Where the default engine's byte bound came from, in the reader's language. The engine names it
+// (bound_source_name); in a page it is the module's heap (e6Run puts the engine's own bounds back
+// before the default mode), and any other name is shown as the engine wrote it.
+const BOUND_SOURCE_KEYS = { 'wasm heap': 'E6.source.wasmHeap' };
+const boundSource = (name, tr) => (BOUND_SOURCE_KEYS[name] ? tr.t(BOUND_SOURCE_KEYS[name]) : String(name));
+
 export const PANELS = [
   {
     key: 'E1',
@@ -201,9 +207,8 @@ export const PANELS = [
         chart: { height: 300, make: (canvas) => lineChart(canvas, r.series, r.boundBytes, tr) },
         text: tr.sentences(
           by.nosync && by.sync && t('E6.text.peaks', { none: fmt(e6Rise(by.nosync), 'MB'), sync: fmt(e6Rise(by.sync), 'MB') }),
-          // boundSource is the engine's own name for where its bound came from (e.g. 'wasm heap'), as it is.
           by.default && t('E6.text.default', { peak: fmt(e6Rise(by.default), 'MB'), bound: fmt(by.default.boundBytes, 'MB'),
-                                               source: String(by.default.boundSource), count: by.default.pushWaits }),
+                                               source: boundSource(by.default.boundSource, tr), count: by.default.pushWaits }),
           // The error is the engine's own message (an allocation that failed), as it is.
           ...r.series.filter((s) => s.error).map((s) =>
             t('E6.text.stopped', { mode: mode(s), done: s.batchesDone, total: r.batches, error: s.error }))),

@@ -114,7 +114,7 @@ export default {
 
   // E1
   'E1.title': 'Queueing is not computing',
-  'E1.explainHtml': 'Ten random matrices (1000×1000 in the chapter; the size field changes it), each used in a matrix product. The <b>synchronous</b> run waits for every ' +
+  'E1.explainHtml': 'Random matrices (ten of 1000×1000 in the chapter; the repeats and size fields change them), each used in a matrix product. The <b>synchronous</b> run waits for every ' +
     'result before going on, as NumPy does. The <b>engine</b> run only queues the work: its loop returns almost at ' +
     'once, and the real cost shows up when <code>nd.waitAll()</code> waits for the workers to finish.',
   'E1.fig.sync': 'synchronous (wait after every op)',
@@ -168,7 +168,7 @@ export default {
 
   // E5
   'E5.title': 'Many small ops: t1, t2, t3',
-  'E5.explainHtml': 'N <code>y = x + 1</code> on a 1×2 array (N = 10 000 in the chapter; the ops field sets it), waiting after each one vs once at the end. The chapter splits ' +
+  'E5.explainHtml': 'N <code>y = x + 1</code> on a 1×2 array (N = 10,000 in the chapter; the ops field sets it), waiting after each one vs once at the end. The chapter splits ' +
     'a step in three: <b>t1</b> the frontend pushes the op, <b>t2</b> a worker computes it, <b>t3</b> the result is handed back. ' +
     'Waiting each time costs N (t1 + t2 + t3); waiting once lets pushing and computing overlap.',
   'E5.fig.sync': 'synchronous (waitToRead each time)',
@@ -192,8 +192,8 @@ export default {
 
   // E6 (one 'E6.mode.*' key per training mode: panels.js, E6_MODES)
   'E6.title': 'Memory: do not overfill the queue',
-  'E6.explainHtml': 'The chapter trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
-    'L2 loss) four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
+  'E6.explainHtml': 'The chapter warns against overfilling the queue; its Chinese MXNet edition trains an MLP (Dense 2048 relu, Dense 512 relu, Dense 1; batches of 1024×512; SGD, learning rate 0.005; ' +
+    'L2 loss) with a synchronising read of the loss each batch and without one. Here that MLP is trained four ways: with a synchronising read of the loss each batch; with none and the engine’s byte bound switched off ' +
     '(the frontend races ahead and every queued batch holds its memory: past about 33 batches the module’s 2 GiB run out); ' +
     'with none but a small backpressure bound, which makes a push wait instead; and with none on the default engine, whose ' +
     'byte bound (a quarter of the module’s heap, 512 MiB, that is 536.9 MB) lets the frontend run ahead, then waits. ' +
@@ -214,6 +214,7 @@ export default {
   'E6.col.batchesDone': 'batches done',
   'E6.col.bound': 'byte bound',
   'E6.col.pushWaits': 'pushes that waited',
+  'E6.source.wasmHeap': 'module’s WebAssembly heap',
   'E6.boundOff': 'off',
   'E6.axis.x': 'milliseconds since the first batch',
   'E6.axis.y': 'MB in use above the start',

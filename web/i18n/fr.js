@@ -108,7 +108,7 @@ export default {
   'param.boundMB': 'limite (Mo)',
 
   'E1.title': 'Mettre en file n’est pas calculer',
-  'E1.explainHtml': 'Dix matrices aléatoires (de 1000×1000 dans le chapitre ; le champ « taille » change cette taille), chacune utilisée dans un produit matriciel. L’exécution <b>synchrone</b> attend ' +
+  'E1.explainHtml': 'Des matrices aléatoires (dix de 1000×1000 dans le chapitre ; les champs « répétitions » et « taille » les changent), chacune utilisée dans un produit matriciel. L’exécution <b>synchrone</b> attend ' +
     'chaque résultat avant de continuer, comme NumPy. L’exécution par le <b>moteur</b> ne fait que mettre le travail en file ' +
     'd’attente : sa boucle rend la main presque aussitôt, et le vrai coût apparaît quand <code>nd.waitAll()</code> attend ' +
     'que les threads aient fini.',
@@ -183,8 +183,8 @@ export default {
   'E5.text.workerBound': 'Ici t2 ≥ t1 : les threads du moteur sont le goulot d’étranglement, et la boucle asynchrone coûte environ N t2.',
 
   'E6.title': 'Mémoire : ne pas trop remplir la file d’attente',
-  'E6.explainHtml': 'Le chapitre entraîne un MLP (Dense 2048 relu, Dense 512 relu, Dense 1 ; minibatchs de 1024×512 ; SGD, taux ' +
-    'd’apprentissage 0,005 ; perte L2) de quatre façons : avec une lecture synchronisante de la perte à chaque minibatch ; ' +
+  'E6.explainHtml': 'Le chapitre met en garde contre une file d’attente trop remplie ; son édition chinoise (MXNet) entraîne un MLP (Dense 2048 relu, Dense 512 relu, Dense 1 ; minibatchs de 1024×512 ; SGD, taux ' +
+    'd’apprentissage 0,005 ; perte L2) avec et sans lecture synchronisante de la perte à chaque minibatch. Ici, ce MLP est entraîné de quatre façons : avec une lecture synchronisante de la perte à chaque minibatch ; ' +
     'sans lecture et sans la limite en octets du moteur (le frontend prend de l’avance et chaque minibatch en file garde sa ' +
     'mémoire : au-delà d’environ 33 minibatchs, les 2 Gio du module sont épuisés) ; sans lecture mais avec une petite limite ' +
     'de contre-pression, qui fait plutôt attendre l’ajout ; et sans lecture avec le moteur par défaut, dont la limite en octets ' +
@@ -207,13 +207,14 @@ export default {
   'E6.col.batchesDone': 'minibatchs terminés',
   'E6.col.bound': 'limite en octets',
   'E6.col.pushWaits': 'ajouts qui ont attendu',
+  'E6.source.wasmHeap': 'tas WebAssembly du module',
   'E6.boundOff': 'aucune',
   'E6.axis.x': 'millisecondes depuis le premier minibatch',
   'E6.axis.y': 'Mo utilisés au-delà du départ',
   'E6.text.peaks': 'Sans lecture, la file a retenu jusqu’à {none} de plus ; avec une lecture, {sync}.',
   'E6.text.default': { one: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajout a attendu.',
                       other: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajouts ont attendu.' },
-  'E6.text.stopped': '« {mode} » s’est arrêté après {done} minibatchs sur {total} : {error}.',
+  'E6.text.stopped': '« {mode} » s’est arrêté après {done} sur {total} minibatchs : {error}.',
 
   'E7.title': 'Pas de GPU ici : l’asynchronie sur le CPU',
   'E7.explainHtml': 'WebAssembly n’a pas de GPU : la comparaison CPU contre GPU du chapitre ne peut pas tourner dans un navigateur. Son ' +

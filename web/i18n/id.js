@@ -8,9 +8,9 @@ export default {
   'header.threads': 'Thread pekerja',
   'header.reload': 'Muat ulang worker',
   'header.reloadTitle': 'Memulai ulang Web Worker dengan jumlah thread mesin sebanyak ini',
-  'header.maxOps': 'Maks. operasi berjalan',
-  'header.maxOpsTitle': 'Tekanan balik: penambahan menunggu selama operasi yang berjalan sebanyak ini (kosong = bawaan mesin, 524288; 0 = tanpa batas)',
-  'header.maxMB': 'Maks. MB berjalan',
+  'header.maxOps': 'Maks. operasi tertunda',
+  'header.maxOpsTitle': 'Tekanan balik: penambahan menunggu selama ada sebanyak ini operasi yang belum selesai, dalam antrian atau berjalan (kosong = bawaan mesin, 524288; 0 = tanpa batas)',
+  'header.maxMB': 'Maks. MB tertunda',
   'header.maxMBTitle': 'Tekanan balik: penambahan menunggu selama keluaran sebesar ini (MB) masih tertunda (kosong = bawaan mesin, seperempat dari heap 2 GiB; 0 = tanpa batas)',
   'header.boundDefault': 'bawaan',
   'header.stop': 'Hentikan',
@@ -106,7 +106,7 @@ export default {
   'param.boundMB': 'batas MB',
 
   'E1.title': 'Mengantri bukan berarti menghitung',
-  'E1.explainHtml': 'Sepuluh matriks acak (1000×1000 di bab ini; kolom ukuran mengubahnya), masing-masing dipakai dalam satu perkalian matriks. Proses <b>sinkron</b> menunggu ' +
+  'E1.explainHtml': 'Matriks acak (sepuluh berukuran 1000×1000 di bab ini; kolom ulangan dan ukuran mengubahnya), masing-masing dipakai dalam satu perkalian matriks. Proses <b>sinkron</b> menunggu ' +
     'setiap hasil sebelum lanjut, seperti NumPy. Proses <b>mesin</b> hanya memasukkan pekerjaan ke antrian: perulangannya kembali ' +
     'hampir seketika, dan biaya sebenarnya baru terlihat saat <code>nd.waitAll()</code> menunggu para pekerja selesai.',
   'E1.fig.sync': 'sinkron (menunggu setelah setiap operasi)',
@@ -179,14 +179,14 @@ export default {
   'E5.text.workerBound': 'Di sini t2 ≥ t1: para pekerja adalah hambatannya, dan perulangan asinkron memakan sekitar N t2.',
 
   'E6.title': 'Memori: jangan mengisi antrian berlebihan',
-  'E6.explainHtml': 'Bab ini melatih MLP (Dense 2048 relu, Dense 512 relu, Dense 1; minibatch 1024×512; SGD, laju pembelajaran 0,005; ' +
-    'loss L2) dengan empat cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch; tanpa pembacaan dan dengan batas byte ' +
+  'E6.explainHtml': 'Bab ini memperingatkan agar antrian tidak diisi berlebihan; edisi bahasa Tionghoa (MXNet) melatih MLP (Dense 2048 relu, Dense 512 relu, Dense 1; minibatch 1024×512; SGD, laju pembelajaran 0,005; ' +
+    'loss L2) dengan dan tanpa pembacaan loss yang menyinkronkan di setiap minibatch. Di sini MLP itu dilatih dengan empat cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch; tanpa pembacaan dan dengan batas byte ' +
     'mesin dimatikan (frontend melaju di depan dan setiap minibatch dalam antrian menahan memorinya: setelah sekitar 33 minibatch, ' +
     '2 GiB milik modul habis); tanpa pembacaan tetapi dengan batas tekanan balik yang kecil, yang membuat penambahan menunggu; dan ' +
     'tanpa pembacaan dengan mesin bawaan, yang batas byte-nya (seperempat heap modul, 512 MiB, yaitu 536,9 MB) membiarkan frontend ' +
     'melaju dulu, lalu menunggu. Batas menghitung apa yang dijaga tetap hidup oleh pekerjaan dalam antrian (keluaran operasi yang ' +
-    'belum berjalan, dan array yang dibuang tetapi masih dibaca operasi dalam antrian); memori yang ditampilkan juga mencakup apa ' +
-    'yang dipegang program sendiri (parameter, minibatch, apa yang disimpan autograd untuk backward), sehingga puncaknya bisa ' +
+    'belum berjalan, dan larik yang dibuang tetapi masih dibaca operasi dalam antrian); memori yang ditampilkan juga mencakup apa ' +
+    'yang dipegang program sendiri (parameter, minibatch, apa yang disimpan autograd untuk propagasi balik), sehingga puncaknya bisa ' +
     'melewati batas. Grafik mengambil sampel byte yang dipakai mesin dari waktu ke waktu, jadi bisa melewatkan puncak tepat yang ' +
     'diberikan tabel.',
   'E6.unavailableHtml': '<strong>Eksperimen ini belum bisa dijalankan.</strong> Ia membutuhkan <code>nd.nn</code> dan <code>nd.autograd</code> ' +
@@ -202,6 +202,7 @@ export default {
   'E6.col.batchesDone': 'minibatch selesai',
   'E6.col.bound': 'batas byte',
   'E6.col.pushWaits': 'penambahan yang menunggu',
+  'E6.source.wasmHeap': 'heap WebAssembly modul',
   'E6.boundOff': 'mati',
   'E6.axis.x': 'milidetik sejak minibatch pertama',
   'E6.axis.y': 'MB terpakai di atas awal',

@@ -1,5 +1,5 @@
 // i18n/zh.js: the playground in Simplified Chinese (same keys as en.js; the chapter's terms:
-// 异步计算, 队列, 前端与后端, 障碍器与阻塞器, 同步函数, 依赖图, 小批量).
+// 异步计算, 队列, 前端与后端, 障碍器与阻塞器, 同步函数, 依赖关系图, 小批量).
 export default {
   'page.title': 'asyncnd 演练场：异步计算，现场运行',
   'header.brandHtml': 'asyncnd <span>演练场</span>',
@@ -56,7 +56,7 @@ export default {
   'panel.failed': '失败',
   'panel.doneIn': '用时 {time}',
   'panel.timelineHint': '运行实验，看看每个引擎线程执行了什么。',
-  'panel.graphTitle': '依赖图（来自性能分析器）',
+  'panel.graphTitle': '依赖关系图（来自性能分析器）',
   'timeline.title': '时间线',
   'timeline.resetZoom': '复原缩放',
   'timeline.worker': '线程 {n}',
@@ -102,7 +102,7 @@ export default {
   'param.boundMB': '上限 MB',
 
   'E1.title': '入队不等于计算',
-  'E1.explainHtml': '十个随机矩阵（本章中是 1000×1000；大小字段可以改变它），每个都参与一次矩阵乘法。<b>同步</b>运行在继续之前等待每个结果，和 NumPy 一样。' +
+  'E1.explainHtml': '若干随机矩阵（本章中是十个 1000×1000 的矩阵；“重复次数”和“大小”字段可以改变它们），每个都参与一次矩阵乘法。<b>同步</b>运行在继续之前等待每个结果，和 NumPy 一样。' +
     '<b>引擎</b>运行只把工作放进队列：它的循环几乎立刻返回，真正的开销在 <code>nd.waitAll()</code> 等待工作线程完成时才显现出来。',
   'E1.fig.sync': '同步（每个操作之后都等待）',
   'E1.fig.returned': '引擎：循环返回用时',
@@ -114,7 +114,7 @@ export default {
   'E1.bar.finished': '引擎：waitAll 之后',
   'E1.text': '两个循环每一步都生成一个 {n}×{n} 矩阵并让它与自身相乘，和本章的循环一样。',
 
-  'E2.title': 'z = x * y + 2 的依赖图',
+  'E2.title': 'z = x * y + 2 的依赖关系图',
   'E2.explainHtml': '引擎为每个操作记下它读哪些数组、写哪些数组。这张图只根据这些记录画出，记录由性能分析器在一次真实运行中采集：' +
     '<code>mul</code> 必须等待两个 <code>ones</code>，<code>add</code> 等待 <code>mul</code>；两个 <code>ones</code> 不依赖任何东西，可以同时执行。',
   'E2.fig.ops': '记录的操作数',
@@ -149,7 +149,7 @@ export default {
   'E4.note.ticks': '次：线程是空闲的',
 
   'E5.title': '许多小操作：t1、t2、t3',
-  'E5.explainHtml': '在 1×2 数组上做 N 次 <code>y = x + 1</code>（本章中 N = 10 000；操作数字段可以设置它），每次之后都等待，或只在最后等待一次。本章把一步分成三段：' +
+  'E5.explainHtml': '在 1×2 数组上做 N 次 <code>y = x + 1</code>（本章 MXNet 版中 N = 1000，英文版中为 10000；“操作数”字段可以设置它），每次之后都等待，或只在最后等待一次。本章把一步分成三段：' +
     '<b>t1</b> 前端把操作放进队列，<b>t2</b> 后端线程计算它，<b>t3</b> 结果返回给前端。每次都等待的代价是 N (t1 + t2 + t3)；' +
     '只等待一次，入队和计算就能重叠。',
   'E5.fig.sync': '同步（每次都 waitToRead）',
@@ -172,8 +172,8 @@ export default {
   'E5.text.workerBound': '这里 t2 ≥ t1：工作线程是瓶颈，异步循环的用时约为 N t2。',
 
   'E6.title': '内存：不要把队列塞得太满',
-  'E6.explainHtml': '本章用四种方式训练一个多层感知机（Dense 2048 relu、Dense 512 relu、Dense 1；小批量 1024×512；SGD，学习率 0.005；' +
-    'L2 损失）：每个小批量都用同步函数读取一次损失；不读取，并关闭引擎的字节上限（前端抢先跑，队列中的每个小批量都占着自己的内存：' +
+  'E6.explainHtml': '本章（MXNet 版）用一个多层感知机（Dense 2048 relu、Dense 512 relu、Dense 1；小批量 1024×512；SGD，学习率 0.005；' +
+    'L2 损失）演示了两种训练方式：每个小批量都用同步函数读取损失，以及不读取。这里用四种方式训练它：每个小批量都用同步函数读取一次损失；不读取，并关闭引擎的字节上限（前端抢先跑，队列中的每个小批量都占着自己的内存：' +
     '大约 33 个小批量之后，模块的 2 GiB 内存就会耗尽）；不读取但使用一个较小的背压上限，让入队改为等待；' +
     '不读取，使用默认引擎，它的字节上限（模块堆的四分之一，512 MiB，即 536.9 MB）先让前端抢先跑，然后让它等待。' +
     '上限只计算排队中的工作占着的内存（尚未运行的操作的输出，以及已丢弃但仍被排队操作读取的数组）；图中显示的内存还包括程序自己持有的部分' +
@@ -190,6 +190,7 @@ export default {
   'E6.col.batchesDone': '完成的小批量数',
   'E6.col.bound': '字节上限',
   'E6.col.pushWaits': '等待过的入队次数',
+  'E6.source.wasmHeap': '模块的 WebAssembly 堆',
   'E6.boundOff': '关闭',
   'E6.axis.x': '自第一个小批量以来的毫秒数',
   'E6.axis.y': '比开始时多占用的 MB',
@@ -218,11 +219,11 @@ export default {
   'code.title': '你自己的实验',
   'code.helpHtml': '针对 API 编写的 JavaScript，在 Worker 中运行：这里允许使用 <code>x.item()</code>、<code>x.waitToRead()</code> 和 ' +
     '<code>nd.waitAll()</code> 等阻塞调用。<code>nd</code> 是已加载的模块，<code>console.log</code> 输出在下方，可以使用 ' +
-    '<code>await</code>。依赖图显示哪个操作读写了哪个数组；时间线显示每个操作何时运行。' +
+    '<code>await</code>。依赖关系图显示哪个操作读写了哪个数组；时间线显示每个操作何时运行。' +
     '无休止地分配内存的代码可能耗尽标签页的内存，使标签页崩溃。代码留下的数组只有在垃圾回收运行时才会释放：' +
     '<code>x.delete()</code> 可以立即释放一个数组，“重启 Worker”则从头开始。',
   'code.outputEmpty': '输出显示在这里。',
-  'code.graphTitle': '依赖图',
+  'code.graphTitle': '依赖关系图',
   'code.graphHint': '运行代码，看看哪个操作读写了哪个数组。',
   'code.timelineHint': '运行代码，看看每个引擎线程执行了什么。',
   'code.running': '运行中…',

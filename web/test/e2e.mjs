@@ -111,8 +111,7 @@ try {
     assert.equal(await page.evaluate(() => window.crossOriginIsolated), true);
     await page.waitForFunction(() => window.playground.ready, null, { timeout: 60000 });
     if (await page.evaluate(() => window.playground.threads) !== THREADS) {
-      await page.selectOption('#threads', String(THREADS));
-      await page.click('#reload');
+      await page.selectOption('#threads', String(THREADS));  // restarts the worker by itself
       await page.waitForFunction((n) => window.playground.ready && window.playground.threads === n, THREADS, { timeout: 60000 });
     }
     const status = await page.textContent('#status-text');
@@ -320,7 +319,8 @@ try {
     await page.fill('#bound-ops', '4');
     await page.dispatchEvent('#bound-ops', 'change');
     await page.selectOption('#threads', '1');
-    await page.click('#reload');
+    await page.waitForFunction(() => window.playground.ready && window.playground.threads === 1, null, { timeout: 60000 });
+    await page.click('#reload');  // the same count again
     await page.waitForFunction(() => window.playground.ready && window.playground.threads === 1, null, { timeout: 60000 });
     await page.evaluate(() => window.playground.editor.setValue(
       'const x = nd.ones([64, 64]);\nfor (let i = 0; i < 200; ++i) x.add(i).delete();\nreturn nd.engine.stats().workers;'));
