@@ -1,6 +1,6 @@
 # ctest dist_fail_*: runs COMMAND (an mpiexec line, a ;-list) and passes only if it exits
-# non-zero within SECONDS and its output matches REGEX. A job that hangs is killed at 3 x SECONDS.
-# Inputs (-D): COMMAND SECONDS REGEX.
+# non-zero within SECONDS and its output matches REGEX (and REGEX2, if given). A job that hangs is
+# killed at 3 x SECONDS. Inputs (-D): COMMAND SECONDS REGEX [REGEX2].
 string(TIMESTAMP t0 "%s")
 math(EXPR hard_limit "${SECONDS} * 3")
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out
@@ -21,5 +21,11 @@ endif()
 string(REGEX MATCH "${REGEX}" found "${out}")
 if(NOT found)
   message(FATAL_ERROR "mpi_expect_failure: the output does not match '${REGEX}'")
+endif()
+if(DEFINED REGEX2)
+  string(REGEX MATCH "${REGEX2}" found "${out}")
+  if(NOT found)
+    message(FATAL_ERROR "mpi_expect_failure: the output does not match '${REGEX2}'")
+  endif()
 endif()
 message("mpi_expect_failure: OK")

@@ -33,6 +33,9 @@ using detail::Request;
 std::unique_ptr<Comm> g_comm;
 bool g_we_initialised_mpi = false;
 bool g_finalized = false;  // we finalised MPI: it cannot be initialised again in this process
+// MPI_COMM_WORLD's error handler before init set MPI_ERRORS_RETURN on it (test progress only; see
+// init), put back by finalize. MPI_ERRHANDLER_NULL: init changed nothing.
+MPI_Errhandler g_world_errhandler = MPI_ERRHANDLER_NULL;
 
 // MPI counts are ints: larger arrays go in pieces of this many elements.
 constexpr std::int64_t kMaxPiece = 1 << 30;
@@ -288,7 +291,7 @@ void init(int& argc, char**& argv) {
   const char* check_env = std::getenv("ASYNCND_DIST_CHECK");
   const bool check =
       check_env && *check_env &&
-      asyncnd::detail::parse_env_uint("ASYNCND_DIST_CHECK", check_env, 0, 1, "0 or 1") == 1;
+      asyncnd::detail::parse_env_uint("ASYNCND_DIST_CHECK", check_env, 0, 1, "a switch") == 1;
   int already = 0;
   MPI_Initialized(&already);
   int provided = MPI_THREAD_SINGLE;
@@ -324,6 +327,15 @@ void init(int& argc, char**& argv) {
                                                : " (its communication thread calls MPI)"));
   }
   share_cores_among_local_ranks();
+  if (progress == detail::Progress::kTest) {
+    // The communicator the collectives run on returns errors as codes (Comm), which become the
+    // op's error. But Open MPI 4.1 reports a failed nonblocking collective, found by MPI_Test, on
+    // MPI_COMM_WORLD, whose default handler aborts the job: two ranks whose allreduces differed
+    // in size ended with Open MPI's MPI_ERR_TRUNCATE banner instead of the op's error. So world
+    // returns codes too until finalize (a program's own calls on it as well; documented in dist.h).
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &g_world_errhandler);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
   g_comm = std::make_unique<Comm>(MPI_COMM_WORLD, timeout, progress);
   g_comm->set_check(check);
 }
@@ -337,6 +349,11 @@ void finalize() {
                  g_comm->rank(), e.what());
   }
   g_comm.reset();  // the thread finishes what was submitted, then stops
+  if (g_world_errhandler != MPI_ERRHANDLER_NULL) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, g_world_errhandler);
+    MPI_Errhandler_free(&g_world_errhandler);  // the reference MPI_Comm_get_errhandler gave
+    g_world_errhandler = MPI_ERRHANDLER_NULL;
+  }
   if (g_we_initialised_mpi) {
     MPI_Finalize();
     g_we_initialised_mpi = false;
@@ -351,7 +368,7 @@ Guard::~Guard() {
     // This rank is failing; the others may wait in a collective for it forever. End the job.
     std::fprintf(stderr,
                  "asyncnd dist: rank %d of %d: an exception is unwinding past dist::Guard; "
-                 "calling MPI_Abort\n",
+                 "calling MPI_Abort (catch, print and rethrow inside the Guard's scope to see it)\n",
                  g_comm->rank(), g_comm->size());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -84,6 +84,9 @@ struct DistributedTrainer::Impl {
   DistributedOptions options;
   std::vector<Bucket> buckets;
   std::size_t bytes = 0;
+  // CPU [2], per step: this rank's batch size and 1 if it refused the step (a batch size that is
+  // not positive), then, allreduced (sum), the global batch and the number of ranks that refused.
+  NDArray batch;
 };
 
 namespace {
@@ -175,6 +178,7 @@ DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float lear
     for (std::size_t k : b.params) n += ps[k].data().size();
     b.flat = nd::empty({n});
   }
+  impl_->batch = nd::empty({2});
   broadcast_parameters();
 }
 
@@ -200,17 +204,33 @@ void DistributedTrainer::broadcast_parameters() {
 void DistributedTrainer::step(std::int64_t batch_size) {
   static const char* kOp = "DistributedTrainer::step";
   Impl& im = live(impl_, kOp);
-  if (batch_size <= 0)
-    throw Error(std::string(kOp) + ": batch_size must be positive, got " +
-                std::to_string(batch_size));
-  if (!dist::initialized())  // before the first bucket's pack is queued
+  if (!dist::initialized())  // before the first collective is queued
     throw Error(std::string(kOp) + ": dist is not initialised (dist::init() was not called, or "
                                    "dist::finalize() was)");
   const std::vector<Parameter>& ps = im.params;
   // In place, as nn::SGD's step: refused while autograd records a parameter (inside a Record).
   for (const Parameter& p : ps) detail::check_inplace_allowed(kOp, p.data(), nullptr);
   autograd::Pause pause;
-  const float alpha = im.lr / static_cast<float>(batch_size);
+  // A batch size that is not positive is refused on this rank after its collectives are queued,
+  // so that the other ranks' are matched instead of waiting until the watchdog; the flag it
+  // sends makes their updates fail, so no rank changes a parameter.
+  const bool refused = batch_size <= 0;
+  const int ranks = dist::size();
+
+  // 0. The global batch: every rank's batch size, summed. The update divides by it, so ranks with
+  //    unequal shares (an epoch's last batch) apply the same update, the whole batch's SGD step.
+  //    (Each dividing by its own batch size made the copies of the model drift apart.)
+  {
+    float* b = writable(im.batch);
+    const float mine = refused ? 0.0f : static_cast<float>(batch_size);
+    const float flag = refused ? 1.0f : 0.0f;
+    PushOptions o;
+    o.name = "dist_batch_size";
+    o.priority = dist::kCollectivePriority;
+    engine().push([b, mine, flag] { b[0] = mine; b[1] = flag; }, {}, {im.batch.var()}, o);
+    dist::allreduce(im.batch, dist::Reduce::kSum);
+  }
+
   // The gradients as CPU arrays (a GPU gradient is copied to the host, queued).
   std::vector<NDArray> grads(ps.size()), host(ps.size());
   for (std::size_t k = 0; k < ps.size(); ++k) {
@@ -218,9 +238,9 @@ void DistributedTrainer::step(std::int64_t batch_size) {
     host[k] = grads[k].device().is_cpu() ? grads[k] : grads[k].copy_to(Device::cpu());
   }
 
-  // 1. Every bucket's pack and allreduce, in bucket order: the order of the collectives, the same
-  //    on every rank. Each pack runs as soon as backward has written its gradients, ahead of the
-  //    backward ops still queued (priority), and its allreduce right after.
+  // 1. Every bucket's pack and allreduce (sum), in bucket order: the order of the collectives,
+  //    the same on every rank. Each pack runs as soon as backward has written its gradients, ahead
+  //    of the backward ops still queued (priority), and its allreduce right after.
   for (Impl::Bucket& b : im.buckets) {
     std::vector<Var> reads;
     std::vector<const float*> src;
@@ -243,11 +263,32 @@ void DistributedTrainer::step(std::int64_t batch_size) {
           }
         },
         std::move(reads), {b.flat.var()}, o);
-    dist::allreduce(b.flat, dist::Reduce::kMean);
+    dist::allreduce(b.flat, dist::Reduce::kSum);
   }
+  if (refused)
+    throw Error(std::string(kOp) + ": batch_size must be positive, got " +
+                std::to_string(batch_size) + " (the other ranks' steps fail too: no rank's "
+                "parameters change)");
+
+  // What every update reads of the global batch: alpha = lr / global batch, or a failure if a
+  // rank refused. The same on every rank, so the copies of the model stay identical.
+  const float* total = im.batch.unsafe_data();
+  const float lr = im.lr;
+  auto alpha_of = [total, lr, ranks]() {
+    if (total[1] > 0.0f)
+      throw Error("DistributedTrainer::step: " + std::to_string(static_cast<int>(total[1])) +
+                  " of " + std::to_string(ranks) + " ranks refused the step (a batch_size that "
+                  "is not positive); no parameter was updated");
+    return lr / total[0];
+  };
+  // The averaged gradient p.grad() holds after the step: the sum over the ranks / their number
+  // (multiplying by 1/ranks is exact for a power of two; otherwise divide, as kMean does).
+  const bool pow2 = (ranks & (ranks - 1)) == 0;
+  const float inv_ranks = 1.0f / static_cast<float>(ranks), franks = static_cast<float>(ranks);
 
   // 2. The updates, out of each bucket once its allreduce is done. The last bucket holds the first
   //    layers, which the next forward pass needs first: the highest priority.
+  NDArray gpu_factor;  // CPU [1], lr * ranks / global batch, for parameters on a GPU (made once)
   for (std::size_t bi = im.buckets.size(); bi-- > 0;) {
     Impl::Bucket& b = im.buckets[bi];
     PushOptions o;
@@ -275,20 +316,32 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       len.push_back(wk.size());
     }
     if (!w.empty()) {
-      // The averaged gradient into p.grad(), and w -= alpha * g, in one pass.
+      // The averaged gradient into p.grad(), and w -= lr / global batch * summed gradient, in
+      // one pass.
       engine().push(
-          [flat, w, g, off, len, alpha] {
+          [flat, w, g, off, len, alpha_of, pow2, inv_ranks, franks] {
+            const float alpha = alpha_of();
             for (std::size_t j = 0; j < w.size(); ++j) {
               const float* s = flat + off[j];
               float* wj = w[j];
               float* gj = g[j];
               for (std::int64_t e = 0; e < len[j]; ++e) {
-                gj[e] = s[e];
+                gj[e] = pow2 ? s[e] * inv_ranks : s[e] / franks;
                 wj[e] -= alpha * s[e];
               }
             }
           },
-          {b.flat.var()}, std::move(writes), o);
+          {b.flat.var(), im.batch.var()}, std::move(writes), o);
+    }
+    if (!gpu.empty() && !gpu_factor.defined()) {
+      // w -= (lr * ranks / global batch) * averaged gradient, the factor known only once the
+      // batch sizes are summed: an array, not sgd_update's float.
+      gpu_factor = nd::empty({1});
+      float* f = writable(gpu_factor);
+      PushOptions u = o;
+      u.name = "dist_update_factor";
+      engine().push([f, alpha_of, franks] { f[0] = alpha_of() * franks; }, {im.batch.var()},
+                    {gpu_factor.var()}, u);
     }
     for (std::size_t i : gpu) {  // GPU: out of the bucket on the host, copy, update there
       const std::size_t k = b.params[i];
@@ -297,13 +350,14 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       PushOptions u = o;
       u.name = "dist_bucket_unpack";
       engine().push(
-          [flat, h, o_k, n_k] {
-            std::memcpy(h, flat + o_k, static_cast<std::size_t>(n_k) * sizeof(float));
+          [flat, h, o_k, n_k, pow2, inv_ranks, franks] {
+            for (std::int64_t e = 0; e < n_k; ++e)
+              h[e] = pow2 ? flat[o_k + e] * inv_ranks : flat[o_k + e] / franks;
           },
           {b.flat.var()}, {host[k].var()}, u);
       NDArray wk = ps[k].data();
       detail::assign(grads[k], host[k].copy_to(wk.device()));
-      detail::sgd_update(wk, grads[k], alpha);
+      detail::assign(wk, wk - grads[k] * gpu_factor.copy_to(wk.device()));
     }
   }
 }

@@ -1,8 +1,13 @@
 // Programs that fail on purpose, run by ctest dist_fail_* through cmake/mpi_expect_failure.cmake,
 // which checks that the whole job exits non-zero within seconds with the expected message.
 //   throw: rank 1 throws out of main while rank 0 waits for an allreduce that needs rank 1.
-//   guard: the same, but the exception unwinds through dist::Guard (caught in main).
+//   guard: the same, but the exception unwinds through dist::Guard to a catch in main: printed
+//          and rethrown inside the Guard's scope, as native/dist/README.md shows, since the catch
+//          further up never runs (the Guard aborts the job first).
 //   skip:  rank 1 skips a collective; rank 0's watchdog (ASYNCND_DIST_TIMEOUT_S) aborts the job.
+//   mismatch: the ranks' allreduces differ in size (no ASYNCND_DIST_CHECK): rank 0, which receives
+//          more than it expects, gets MPI_ERR_TRUNCATE as the op's error, prints it and exits 1
+//          (in either progress mode: with "test" it was Open MPI's fatal handler on MPI_COMM_WORLD).
 //   reinit: init after finalize, which MPI cannot do: an asyncnd::Error (it was Open MPI's abort
 //          from inside MPI_Query_thread), printed, then exit 1 on every rank.
 #include <asyncnd/asyncnd.h>
@@ -10,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -35,12 +41,29 @@ int main(int argc, char** argv) {
   } else if (mode == "guard") {
     try {
       dist::Guard mpi(argc, argv);
-      if (dist::rank() == 1) throw std::runtime_error("dist_fail: rank 1 throws");
-      rank0_waits();
+      try {
+        if (dist::rank() == 1) throw std::runtime_error("dist_fail: rank 1 throws");
+        rank0_waits();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", dist::rank(), e.what());
+        throw;
+      }
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "caught: %s\n", e.what());
+      std::fprintf(stderr, "never printed: the Guard aborts the job first: %s\n", e.what());
       return 1;
     }
+  } else if (mode == "mismatch") {
+    dist::init(argc, argv);
+    NDArray a = nd::ones({dist::rank() == 0 ? 5 : 7});
+    dist::allreduce(a);
+    try {
+      a.wait_to_read();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "rank %d caught: %s\n", dist::rank(), e.what());
+      std::fflush(stderr);
+      std::_Exit(1);  // mpirun ends the job; another rank may be waiting in the collective
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(60));
   } else if (mode == "skip") {
     dist::Guard mpi(argc, argv);
     NDArray a = nd::ones({1000});
@@ -58,7 +81,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   } else {
-    std::fprintf(stderr, "dist_fail: mode throw, guard, skip or reinit\n");
+    std::fprintf(stderr, "dist_fail: mode throw, guard, skip, mismatch or reinit\n");
     return 2;
   }
   return 0;

@@ -270,9 +270,18 @@ NDArray rows(const std::vector<float>& host, std::int64_t features, std::int64_t
 
 }  // namespace
 
-TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in one process") {
-  const int R = dist::size(), me = dist::rank();
-  const std::int64_t N = 96, F = 16, H = 64;  // N divisible by 1, 2 and 3
+// Trains on R ranks, rank r on rows [begin_r, begin_r + shares[r]) of each global batch, and
+// checks the parameters against nn::SGD on the whole batch in one process (float tolerance) and
+// against rank 0's copy (bit for bit).
+static void check_trainer_equals_sgd(const std::vector<std::int64_t>& shares) {
+  const int me = dist::rank();
+  const std::int64_t F = 16, H = 64;
+  std::int64_t N = 0, b = 0;
+  for (std::size_t r = 0; r < shares.size(); ++r) {
+    if (static_cast<int>(r) == me) b = N;
+    N += shares[r];
+  }
+  const std::int64_t share = shares[static_cast<std::size_t>(me)], e = b + share;
   nd::seed(1000 + static_cast<std::uint64_t>(me));  // different on every rank: the broadcast fixes it
   nn::Sequential net = small_mlp(F, H);
   nn::DistributedOptions opts;
@@ -291,7 +300,6 @@ TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in 
   std::mt19937 gen(static_cast<unsigned>(test_seed()));
   for (int step = 0; step < 4; ++step) {
     const auto [xs, ys] = random_batch(gen, N, F);
-    const std::int64_t share = N / R, b = me * share, e = b + share;
     train_step(net, rows(xs, F, b, e), nd::from_vector(std::vector<float>(ys.begin() + b, ys.begin() + e), {share}));
     trainer.step(share);
     train_step(ref, rows(xs, F, 0, N), nd::from_vector(ys, {N}));
@@ -301,12 +309,60 @@ TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in 
     INFO("parameter " << p[k].name() << " rank " << me);
     const std::vector<float> got = p[k].data().to_vector(), want = q[k].data().to_vector();
     std::size_t bad = 0;
-    for (std::size_t e = 0; e < got.size(); ++e) bad += near(got[e], want[e], 1e-4f) ? 0 : 1;
+    for (std::size_t i = 0; i < got.size(); ++i) bad += near(got[i], want[i], 1e-4f) ? 0 : 1;
     CHECK(bad == 0);
     // Identical on every rank, bit for bit: rank 0's copy against ours.
     NDArray root_copy = p[k].data().copy();
     dist::broadcast(root_copy, 0);
     CHECK(root_copy.to_vector() == got);
+  }
+}
+
+TEST_CASE("dist: DistributedTrainer on R ranks equals SGD on the whole batch in one process") {
+  const int R = dist::size();  // 96 rows: divisible by 1, 2 and 3
+  check_trainer_equals_sgd(std::vector<std::int64_t>(static_cast<std::size_t>(R), 96 / R));
+}
+
+TEST_CASE("dist: DistributedTrainer with unequal shares equals SGD on the whole batch") {
+  // An epoch's last batch split unevenly: 5, 12, 19 rows. Each rank dividing by its own batch
+  // size made the copies drift apart after one step.
+  std::vector<std::int64_t> shares;
+  for (int r = 0; r < dist::size(); ++r) shares.push_back(5 + 7 * r);
+  check_trainer_equals_sgd(shares);
+}
+
+TEST_CASE("dist: a batch_size that is not positive on one rank fails every rank's step") {
+  const int odd = dist::size() - 1, me = dist::rank();
+  nn::Dense layer(1, "", true, 3);
+  nn::DistributedTrainer trainer(layer.parameters(), 0.1f);
+  const std::vector<nn::Parameter> ps = layer.parameters();
+  std::vector<std::vector<float>> before;
+  for (const nn::Parameter& q : ps) before.push_back(q.data().to_vector());
+  nn::Sequential net;
+  net.add(layer);
+  train_step(net, nd::ones({4, 3}), nd::ones({4}));
+  if (me == odd) {
+    REQUIRE_THROWS_WITH(trainer.step(0), Catch::Contains("DistributedTrainer::step: batch_size "
+                                                         "must be positive, got 0"));
+  } else {
+    trainer.step(4);  // queued: its updates fail
+    for (const nn::Parameter& q : ps) {
+      REQUIRE_THROWS_WITH(q.data().wait_to_read(),
+                          Catch::Contains("1 of " + std::to_string(dist::size()) +
+                                          " ranks refused the step") &&
+                              Catch::Contains("no parameter was updated"));
+      CHECK_THROWS(q.grad().wait_to_read());  // the failed update wrote it too
+    }
+  }
+  for (std::size_t k = 0; k < ps.size(); ++k) CHECK(ps[k].data().to_vector() == before[k]);
+  // The collectives stayed paired: the next step works everywhere, the same on every rank.
+  train_step(net, nd::ones({4, 3}), nd::ones({4}));
+  trainer.step(4);
+  for (const nn::Parameter& q : ps) {
+    NDArray root_copy = q.data().copy();
+    dist::broadcast(root_copy, 0);
+    CHECK(root_copy.to_vector() == q.data().to_vector());
+    CHECK(q.data().to_vector() != before[&q - ps.data()]);
   }
 }
 

@@ -48,13 +48,16 @@ namespace dist {
 // the core to the engine's workers). ASYNCND_DIST_CHECK=1 (the same on every rank): before each
 // collective, every rank's description of it (the op, its shape, the root) is allgathered, and if
 // they differ the collective fails on every rank naming both (a debugging aid: one more small
-// collective each). Ranks on
-// one machine share its cores: where there are several, each gets its share (each CPU of its
-// affinity mask over the local ranks whose masks hold it, and at most the cgroup's CPU quota over
-// the local ranks; native/dist/README.md), as ASYNCND_BLAS_THREADS and ASYNCND_CPU_WORKERS (that
-// share less one, at least one), unless the user set those; call init before the first array, which starts the engine with
-// them. If the program already initialised MPI, uses it (it must provide the level) and leaves
-// finalising it to the program. Main thread, once. Throws
+// collective each). Ranks on one machine share its cores: where there are several, each gets its
+// share (each CPU of its affinity mask over the local ranks whose masks hold it, and at most the
+// cgroup's CPU quota over the local ranks; native/dist/README.md), as ASYNCND_BLAS_THREADS and
+// ASYNCND_CPU_WORKERS (that share less one, at least one), unless the user set those; call init
+// before the first array, which starts the engine with them. If the program already initialised
+// MPI, uses it (it must provide the level) and leaves finalising it to the program. With "test"
+// progress, MPI_COMM_WORLD's error handler is MPI_ERRORS_RETURN from init to finalize, which
+// puts the previous one back: Open MPI reports a failed nonblocking collective there, and its
+// default handler would end the job instead of failing the op (the program's own calls on
+// MPI_COMM_WORLD get error codes back meanwhile). Main thread, once. Throws
 // asyncnd::Error if called twice, after MPI was finalized (MPI cannot start again in a process),
 // if MPI provides too low a thread level (naming it; MPI is finalized again if init started it),
 // or for a bad variable.
@@ -68,7 +71,9 @@ bool initialized();
 
 // RAII: init() in the constructor, finalize() in the destructor. Destroyed while an exception
 // unwinds the stack (one rank failed, the others may be waiting in a collective), it calls
-// MPI_Abort instead, so that the whole job exits non-zero at once instead of hanging.
+// MPI_Abort instead, so that the whole job exits non-zero at once instead of hanging. That happens
+// before a catch outside the Guard's scope runs, so the exception's message would be lost: catch,
+// print and rethrow it inside the Guard's scope (native/dist/README.md, "Failures are loud").
 class Guard {
  public:
   Guard(int& argc, char**& argv) { init(argc, argv); }
@@ -150,8 +155,9 @@ struct DistributedOptions {
 };
 
 // SGD for data-parallel training (Horovod's DistributedTrainer, PyTorch's DDP): each rank
-// computes gradients on its share of the batch; step() averages them over the ranks, one
-// allreduce per bucket, and applies w -= lr * mean_grad / batch_size, all queued. Because
+// computes gradients on its share of the batch; step() sums them over the ranks, one allreduce
+// per bucket, and applies w -= lr * summed_grad / global_batch (the ranks' batch sizes summed,
+// one more small allreduce), all queued: SGD on the whole batch, also where the shares differ. Because
 // backward() only queues, a bucket's allreduce starts the moment backward has written its last
 // gradient, while the rest of backward still runs: communication overlaps backward. Priorities
 // make the buckets' copies run ahead of queued backward ops and the first layers' updates (which
@@ -162,8 +168,9 @@ struct DistributedOptions {
 // Thread safety: one thread, the one that pushes the rank's collectives.
 class DistributedTrainer {
  public:
-  // Collective and blocking, on every rank: checks that every rank has the same parameters
-  // (names, shapes, devices) and throws asyncnd::Error on every rank, saying what differs, if
+  // Collective and blocking, on every rank: checks that every rank has the same parameters (the
+  // same shapes and devices, in the same order; names are only reported, since each process
+  // numbers its layers itself) and throws asyncnd::Error on every rank, saying what differs, if
   // not; then broadcasts the root's values (queued). Throws asyncnd::Error, on every rank, if a
   // parameter is not initialised yet (run a forward pass first, or give Dense its in_units), and
   // for arguments wrong on any rank (an empty parameter handle, a bucket size of 0, a root that
@@ -176,8 +183,11 @@ class DistributedTrainer {
   DistributedTrainer& operator=(DistributedTrainer&&) noexcept;
 
   // Queues the gradient allreduces and the updates; returns at once. batch_size: this rank's
-  // batch. Throws asyncnd::Error (queuing nothing) if batch_size <= 0, after dist::finalize, or
-  // inside an autograd Record (the update is in place, as nn::SGD's).
+  // batch (the ranks' may differ, as in an epoch's last batch). Throws asyncnd::Error, queuing
+  // nothing, after dist::finalize or inside an autograd Record (the update is in place, as
+  // nn::SGD's). A batch_size <= 0 throws too, after queuing this step's collectives so that the
+  // other ranks' are matched: their updates then fail (the error rethrown at their next read of
+  // a parameter), and no rank changes a parameter.
   void step(std::int64_t batch_size);
   // Queues a broadcast of the root's parameter values (the constructor does it once).
   void broadcast_parameters();
