@@ -120,6 +120,41 @@ TEST_CASE("gradients compose, and an input used twice gets the sum", "[autograd]
   }
 }
 
+TEST_CASE("a head gradient that is a parameter's own grad buffer is read as it was", "[autograd]") {
+  // Backward writes a parameter's gradient into grad() while other gradient ops still read the
+  // head gradient: y.backward(w.grad()) read w.grad() after it was overwritten.
+  const std::vector<float> xs{1.0f, 2.0f}, ws{3.0f, 4.0f};
+  NDArray x = nd::from_vector(xs, {2}), w = nd::from_vector(ws, {2});
+  x.attach_grad();
+  w.attach_grad();
+  NDArray y;
+  {
+    autograd::Record rec;
+    y = nd::exp(x) * w;
+  }
+  y.backward(nd::ones({2}), /*retain_graph=*/true);  // w.grad() = e^x
+  y.backward(w.grad());                               // head G = e^x: x.grad = G w e^x
+  std::vector<float> gx, gw;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const float e = std::exp(xs[i]);
+    gx.push_back(e * ws[i] * e);
+    gw.push_back(e * e);
+  }
+  check_close(x.grad().to_vector(), gx, 1e-6, 0.0, "x.grad");
+  check_close(w.grad().to_vector(), gw, 1e-6, 0.0, "w.grad");
+
+  // A product, whose GEMM wrote the buffer it read: W.grad = x^T G with G = W.grad itself.
+  NDArray a = nd::from_vector({1, 2, 3, 4}, {2, 2}), W = nd::from_vector({1, 0, 0, 1}, {2, 2});
+  W.attach_grad();
+  {
+    autograd::Record rec;
+    y = nd::dot(a, W);
+  }
+  y.backward(nd::ones({2, 2}), /*retain_graph=*/true);  // W.grad = a^T 1 = [[4,4],[6,6]]
+  y.backward(W.grad());  // a^T [[4,4],[6,6]] = [[22,22],[32,32]]
+  check_exact(W.grad().to_vector(), {22, 22, 32, 32}, "W.grad");
+}
+
 TEST_CASE("backward writes grad in place, frees the graph, and runs without blocking",
           "[autograd]") {
   leak_checked([] {
@@ -397,6 +432,31 @@ TEST_CASE("backward refuses values that were changed in place after they were re
       alias *= 2.0f;
     }
     expect_error([&] { y.backward(); }, {"backward", "exp", "[2]", "changed in place"});
+  }
+  SECTION("pow's exponent, whose gradient reads both inputs") {
+    // d(a^b)/db = a^b log a was computed from a and b, yet listed a and the output: a changed b
+    // went unnoticed and gave the gradient at the new b.
+    NDArray a = nd::from_vector({2, 3}, {2});
+    NDArray b = nd::from_vector({1, 1}, {2});
+    b.attach_grad();
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = nd::pow(a, b).sum();
+    }
+    b += 1.0f;
+    expect_error([&] { y.backward(); }, {"backward", "pow", "[2]", "changed in place"});
+  }
+  SECTION("0^x, whose gradient reads x") {
+    NDArray x = nd::from_vector({-1, 2}, {2});
+    x.attach_grad();
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = nd::pow(0.0f, x).sum();
+    }
+    x += 2.0f;
+    expect_error([&] { y.backward(); }, {"backward", "[2]", "changed in place"});
   }
   nd::waitall();
 }

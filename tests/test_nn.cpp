@@ -57,6 +57,10 @@ TEST_CASE("Dense defers its input size, with parameters, names and shapes", "[nn
 TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][errors]") {
   expect_error([] { nn::Dense(0); }, {"Dense", "units", "0"});
   expect_error([] { nn::Dense(4, "softplus"); }, {"Dense", "softplus"});
+  // Named where it is made, not at the first forward pass by random_uniform / random_normal.
+  expect_error([] { nn::Dense(4, "", true, 0, nn::Init::uniform(-0.1f)); }, {"Dense", "scale", "-0.1"});
+  expect_error([] { nn::Dense(4, "", true, 0, nn::Init::normal(NAN)); }, {"Dense", "scale", "nan"});
+  expect_error([] { nn::Dense(3)(nd::ones({2, 0})); }, {"Dense", "no features", "[2,0]"});
   nn::Dense d(2, "", true, 3);
   NDArray bad = nd::ones({4, 5});
   nn::Sequential net;
@@ -70,6 +74,16 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   expect_error([&] { nn::L2Loss()(p, l3); }, {"L2Loss", "[4,1]", "[3]"});
   expect_error([&] { nn::SGD(d.parameters(), 0.1f).step(0); }, {"SGD::step", "batch_size", "0"});
   expect_error([&] { net.add(nn::Block()); }, {"Sequential::add", "empty"});
+  // Moved-from layers and networks: each call throws (they dereferenced nothing: a crash).
+  nn::Dense moved_dense(2, "", true, 3);
+  nn::Dense taker = std::move(moved_dense);
+  expect_error([&] { moved_dense.weight(); }, {"Dense::weight", "empty block handle"});
+  expect_error([&] { moved_dense.bias(); }, {"Dense::bias", "empty block handle"});
+  nn::Sequential moved_net;
+  nn::Sequential net_taker = std::move(moved_net);
+  expect_error([&] { moved_net.add(nn::Dense(2)); }, {"Sequential::add", "empty block handle"});
+  expect_error([&] { moved_net.size(); }, {"Sequential::size", "empty block handle"});
+  CHECK(taker.weight().shape() == Shape{2, 3});
   // A network inside itself, directly or through another, recursed until the stack overflowed.
   expect_error([&] { net.add(net); }, {"Sequential::add", "cannot contain itself"});
   nn::Sequential outer;

@@ -10,8 +10,8 @@
 //   nn::L2Loss loss;
 //   nn::SGD trainer(net.parameters(), 0.005f);
 //   NDArray l;
-//   { autograd::Record rec; l = loss(net(X), y); }
-//   l.sum().backward();                 // (or l.backward(nd::ones(l.shape())))
+//   { autograd::Record rec; l = loss(net(X), y).sum(); }  // the sum too is recorded
+//   l.backward();                       // (or keep l per example: l.backward(nd::ones(l.shape())))
 //   trainer.step(X.shape()[0]);
 //
 // Thread safety: a network, its parameters and its trainer are used from one thread at a time.

@@ -182,8 +182,8 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
     detail::check_same_device(kOp, head, head_grad);
   } else if (head.size() != 1) {
     throw Error(std::string(kOp) + ": the array " + shape_str(head.shape()) +
-                " is not a scalar: pass a head gradient of that shape, or reduce it first "
-                "(y.sum().backward())");
+                " is not a scalar: pass a head gradient of that shape, or reduce it while "
+                "recording (y = f(x).sum() inside the autograd::Record)");
   }
 
   // Reverse topological order by an iterative depth-first walk. Every check happens here, before
@@ -218,6 +218,18 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
 
   autograd::Pause pause;  // the gradient ops are not recorded
   NDArray seed = head_grad.defined() ? head_grad : nd::ones(head.shape(), head.device());
+  // Backward writes parameters' gradients into their grad() buffers while other gradient ops
+  // still read the head gradient: a head gradient that is (a view of) such a buffer, as in
+  // y.backward(w.grad()), is copied first, else it was overwritten midway (wrong gradients).
+  if (head_grad.defined()) {
+    for (const AutogradInfo* info : order) {
+      if (info->requires_grad && info->grad.defined() &&
+          info->grad.chunk() == head_grad.chunk()) {
+        seed = head_grad.copy();
+        break;
+      }
+    }
+  }
   // A parameter (a leaf with attach_grad) used once gets its gradient as soon as the op that
   // uses it is reached, not at its own turn in the walk, which may come after the rest of
   // backward; and its ops go at kParameterGradPriority, ahead of the ops that carry backward on

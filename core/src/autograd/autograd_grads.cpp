@@ -229,8 +229,8 @@ unsigned grad_reads(const Node& node) {
       return (n0 ? kB : 0) | (n1 ? kA : 0);
     case GradOp::kDiv:
       return (n0 ? kB : 0) | (n1 ? kB | kOut : 0);
-    case GradOp::kPow:
-      return (n0 ? kA | kB : 0) | (n1 ? kA | kOut : 0);
+    case GradOp::kPow:  // both parts are computed from a and b (pow_grad_base, pow_grad_exp)
+      return (n0 || n1) ? kA | kB : 0;
     case GradOp::kPowScalar:
       return node.attrs.scalar == 1.0f ? 0 : kA;
     case GradOp::kRDivScalar:
@@ -241,7 +241,8 @@ unsigned grad_reads(const Node& node) {
     case GradOp::kRelu:
     case GradOp::kAbs:
       return kA;
-    case GradOp::kRPowScalar:
+    case GradOp::kRPowScalar:  // s^a log s from the output; for s == 0 from a (pow_grad_exp)
+      return node.attrs.scalar == 0.0f ? kA : kOut;
     case GradOp::kExp:
     case GradOp::kSqrt:
     case GradOp::kSigmoid:

@@ -184,6 +184,9 @@ struct DenseImpl : Block::Impl {
     NDArray x = x_in.ndim() == 2 ? x_in : flatten_batch(x_in, kOp);
     const std::int64_t in_units = x.shape()[1];
     if (!weight.initialized()) {
+      if (in_units == 0)  // (the error came from Parameter::initialize, naming neither)
+        throw Error(std::string(kOp) + ": cannot learn its input size from an input with no "
+                    "features: " + shape_str(x_in.shape()));
       if (weight.shape()[1] != 0 && weight.shape()[1] != in_units)
         throw Error(std::string(kOp) + ": layer made for " + std::to_string(weight.shape()[1]) +
                     " inputs, got " + shape_str(x_in.shape()));
@@ -266,6 +269,11 @@ Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias,
       activation != "tanh")
     throw Error(std::string(kOp) + ": unknown activation '" + activation +
                 "' (expected \"\", \"relu\", \"sigmoid\" or \"tanh\")");
+  // Checked here, not when a deferred weight is made at the first forward pass, where the error
+  // named random_uniform or random_normal.
+  if (init.kind != Init::Kind::kXavier && !(std::isfinite(init.scale) && init.scale >= 0.0f))
+    throw Error(std::string(kOp) + ": the initialiser's scale must be finite and >= 0, got " +
+                std::to_string(init.scale));
   auto d = std::make_shared<DenseImpl>();
   const std::string prefix = "dense" + std::to_string(g_dense_count++) + "_";
   d->units = units;
@@ -280,12 +288,25 @@ Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias,
   impl_ = std::move(d);
 }
 
-Parameter Dense::weight() const { return static_cast<DenseImpl&>(*impl_).weight; }
-Parameter Dense::bias() const { return static_cast<DenseImpl&>(*impl_).bias; }
+// A moved-from Dense or Sequential has no Impl: its calls throw, naming the call, instead of
+// dereferencing nothing.
+static void check_block_handle(bool defined, const char* op) {
+  if (!defined) throw Error(std::string(op) + ": empty block handle (moved from)");
+}
+
+Parameter Dense::weight() const {
+  check_block_handle(defined(), "Dense::weight");
+  return static_cast<DenseImpl&>(*impl_).weight;
+}
+Parameter Dense::bias() const {
+  check_block_handle(defined(), "Dense::bias");
+  return static_cast<DenseImpl&>(*impl_).bias;
+}
 
 Sequential::Sequential() : Block(std::make_shared<SequentialImpl>()) {}
 
 Sequential& Sequential::add(const Block& block) {
+  check_block_handle(defined(), "Sequential::add");
   if (!block.defined()) throw Error("Sequential::add: empty block handle");
   // A network inside itself made forward and parameters() recurse until the stack overflowed.
   // Each block is looked at once, however many networks share it.
@@ -307,7 +328,10 @@ Sequential& Sequential::add(const Block& block) {
   return *this;
 }
 
-std::size_t Sequential::size() const { return static_cast<SequentialImpl&>(*impl_).blocks.size(); }
+std::size_t Sequential::size() const {
+  check_block_handle(defined(), "Sequential::size");
+  return static_cast<SequentialImpl&>(*impl_).blocks.size();
+}
 
 // ---- L2Loss -------------------------------------------------------------------------------
 
