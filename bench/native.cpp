@@ -446,13 +446,14 @@ std::string json_str(const std::string& s) {
 }
 
 // OpenBLAS's core as the backend left it (cpu_gemm() starts the backend, which may switch it),
-// whichever GEMM runs (machine.gemm says that).
+// whichever GEMM runs (machine.gemm says that); "none" in a build without OpenBLAS (it said our
+// GEMM's name there, as if OpenBLAS ran it).
 std::string blas_corename() {
   cpu_gemm();
 #if ASYNCND_HAVE_OPENBLAS
   return openblas_get_corename();
 #else
-  return detail::cpu_blas_corename();
+  return "none";
 #endif
 }
 int blas_threads_policy() { return detail::cpu_blas_threads(); }

@@ -4,6 +4,7 @@
 // bytes in the engine's stats, bad input rejected before anything is queued, the chapter's MLP
 // trained there.
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +63,19 @@ TEST_CASE("device path: an op that fails on the device poisons what it writes, t
     CHECK_THROWS_WITH(y.wait_to_read(), Catch::Contains("add failed on gpu(0)") &&
                                             Catch::Contains("kernel failed (test)"));
     CHECK_THROWS_WITH(z.to_vector(), Catch::Contains("kernel failed (test)"));
-    CHECK_NOTHROW(nd::waitall());  // both errors were rethrown already
+    // Rethrown once, as on the CPU: the reads through a host copy rethrew it every time.
+    CHECK_NOTHROW(z.to_vector());
+    CHECK_NOTHROW(z.wait_to_read());
+    const NDArray one = nd::ones({1}, g);
+    one.wait_to_read();
+    emulated.gpu().fail_next_launch("kernel failed (test)");
+    const NDArray u = one + 3.0f, v = u * 2.0f;
+    CHECK_THROWS_WITH(u.item(), Catch::Contains("kernel failed (test)"));
+    CHECK_NOTHROW(u.wait_to_read());
+    std::ostringstream printed;
+    CHECK_THROWS_WITH(printed << v, Catch::Contains("kernel failed (test)"));
+    CHECK_NOTHROW(printed << v);
+    CHECK_NOTHROW(nd::waitall());  // every error was rethrown already
     check_exact((x + 1.0f).to_vector(), std::vector<float>(64, 2.0f), "after the failure");
     check_exact(x.to_vector(), std::vector<float>(64, 1.0f), "the input is untouched");
   });

@@ -13,6 +13,7 @@
 #include "asyncnd/detail/backend.h"
 #include "cpu/avx2_gemm.h"
 #include "cpu/avx512_gemm.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/gemm_select.h"
 #include "test_util.h"
 
@@ -150,6 +151,7 @@ TEST_CASE("gemm selection: report (child)", "[.][gemm-child]") {
   try {
     const asyncnd::CpuGemm g = asyncnd::cpu_gemm();
     std::printf("kernel=%s\nreason=%s\n", g.kernel.c_str(), g.reason.c_str());
+    std::printf("blas_threads=%d\n", asyncnd::detail::cpu_blas_threads());
     // And a GEMM through the engine with it: [[1,2],[3,4]]^2 summed = 7+10+15+22.
     asyncnd::NDArray a = asyncnd::nd::from_vector({1, 2, 3, 4}, {2, 2});
     std::printf("dotsum=%g\n", asyncnd::nd::dot(a, a).sum().item());
@@ -203,6 +205,12 @@ TEST_CASE("gemm selection: a fresh process with nothing set selects no fallback 
   if (here.avx2 && here.fma && ASYNCND_HAVE_AVX2_GEMM) {
     CHECK(line_after(out, "kernel=") == "avx2");
     CHECK(line_after(out, "dotsum=") == "54");
+    // Our GEMM gets the count asked for, past OpenBLAS's build maximum (64 in Debian's), which
+    // capped it when OpenBLAS's clamped count was read back for ours.
+    out = run_child("ASYNCND_GEMM=avx2 ASYNCND_BLAS_THREADS=100", "gemm selection: report (child)",
+                    &status);
+    CHECK(line_after(out, "blas_threads=") == "100");
+    CHECK(line_after(out, "dotsum=") == "54");
   } else {
     CHECK(line_after(out, "error=") ==
           "ASYNCND_GEMM=avx2: this CPU has no AVX2 with FMA; use auto, openblas or portable");
@@ -243,8 +251,15 @@ TEST_CASE("gemm selection: on a simulated fallback load, auto moves OpenBLAS to 
   s = select_openblas_gemm(GemmChoice::kOpenblas, nullptr, cpu);
   CHECK(s.kernel == "openblas Prescott");
 
-  s = select_openblas_gemm(GemmChoice::kAuto, nullptr, cpu);
+  // An empty OPENBLAS_CORETYPE is no choice: OpenBLAS ignores it and detects the CPU, so the
+  // fallback is switched as when unset (it was kept as "set by the user").
+  s = select_openblas_gemm(GemmChoice::kAuto, "", cpu);
   const std::string want = cpu.avx512 ? "SkylakeX" : "Haswell";
+  CHECK(s.kernel == "openblas " + want);
+  CHECK_THAT(s.reason, !Catch::Contains("set by the user"));
+  REQUIRE(switch_openblas_core("Prescott"));
+
+  s = select_openblas_gemm(GemmChoice::kAuto, nullptr, cpu);
   CHECK(s.loaded_core == "Prescott");
   CHECK(s.kernel == "openblas " + want);
   CHECK(std::string(openblas_get_corename()) == want);

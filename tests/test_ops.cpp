@@ -260,6 +260,10 @@ TEST_CASE("elementwise errors name the op and the shapes, and queue nothing", "[
     expect_error([&] { (void)(a * b); }, {"mul: cannot broadcast [3,4] with [5,4]"});
     expect_error([&] { (void)(b / a); }, {"div: cannot broadcast [5,4] with [3,4]"});
     expect_error([&] { nd::pow(a, c); }, {"pow: cannot broadcast [3,4] with [2]"});
+    // The public shape rule refuses what no array has (it gave [-1] for [-1] with [1]).
+    expect_error([] { nd::broadcast_shapes({-1}, {1}); }, {"broadcast: negative dimension in [-1]"});
+    expect_error([] { nd::broadcast_shapes({2}, {-3, 2}, "mine"); },
+                 {"mine: negative dimension in [-3,2]"});
     expect_error([&] { target += a; },
                  {"+=: cannot broadcast [3,4] into the target's shape [3,1]"});
     expect_error([&] { target *= b; }, {"*=: cannot broadcast [3,1] with [5,4]"});

@@ -112,6 +112,13 @@ TEST_CASE("to_vector, item and printing block and format", "[ops][print]") {
     CHECK(text(nd::arange(4000.0f).reshape({1000, 4})) ==
           "[[0, 1, 2, 3],\n [4, 5, 6, 7],\n [8, 9, 10, 11],\n ...,\n [3988, 3989, 3990, 3991],\n"
           " [3992, 3993, 3994, 3995],\n [3996, 3997, 3998, 3999]] <NDArray 1000x4 cpu(0)>");
+    // Summarised blocks: a blank line on both sides of the "...", as NumPy (it had one before).
+    CHECK(text(nd::arange(1600.0f).reshape({8, 1, 200})).find("]],\n\n ...,\n\n [[") !=
+          std::string::npos);
+    // NaN as NumPy writes it (printf wrote the sign of x86's default NaN: "-nan").
+    CHECK(text(nd::zeros({2}) / nd::zeros({2})) == "[nan, nan] <NDArray 2 cpu(0)>");
+    CHECK(text(nd::from_vector({INFINITY, -INFINITY, NAN}, {3})) ==
+          "[inf, -inf, nan] <NDArray 3 cpu(0)>");
     CHECK(nd::ones({1, 1}).item() == 1.0f);
     CHECK(nd::full({}, 4.0f).item() == 4.0f);
     const NDArray empty, two = nd::ones({2});

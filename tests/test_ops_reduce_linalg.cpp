@@ -195,6 +195,11 @@ TEST_CASE("transpose reverses the axes", "[ops][linalg]") {
       check_exact(a.transpose().transpose().to_vector(), v, "twice " + str(s));
     }
     expect_error([] { nd::transpose(NDArray()); }, {"transpose: array is empty"});
+    // Empty with more dimensions than a strided plan holds: nothing moves, so no plan (it threw
+    // "too many dimensions").
+    Shape many(33, 2);
+    many.insert(many.begin(), 0);
+    CHECK(nd::transpose(nd::zeros(many)).shape() == Shape(many.rbegin(), many.rend()));
   });
 }
 

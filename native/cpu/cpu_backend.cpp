@@ -90,6 +90,16 @@ void shorten_blas_spin() {
 }
 #endif
 
+// The core OpenBLAS runs now: select_openblas_gemm may have switched it from the one it loaded
+// (the backend's name said the loaded one, a fallback no longer in use).
+std::string openblas_core_now() {
+#if ASYNCND_HAVE_OPENBLAS
+  return openblas_get_corename();
+#else
+  return "";
+#endif
+}
+
 class CpuBackend final : public Backend {
  public:
   // The allocator is made here so that a bad ASYNCND_CPU_CACHE_MB fails the first use of the
@@ -98,15 +108,15 @@ class CpuBackend final : public Backend {
   CpuBackend() : cache_(CachingAllocator::instance()) {
     const GemmChoice choice =
         gemm_choice_from_env(std::getenv("ASYNCND_GEMM"), ASYNCND_HAVE_OPENBLAS != 0);
+    // Our GEMMs get the count asked for; OpenBLAS clamps it to its build's maximum (64 in
+    // Debian's), which capped ours too when it was read back for them.
+    const int wanted = blas_threads_from_env();
 #if ASYNCND_HAVE_OPENBLAS
     shorten_blas_spin();
-    openblas_set_num_threads(blas_threads_from_env());
-    blas_threads_ = openblas_get_num_threads();  // OpenBLAS clamps to its build's maximum
-#else
-    blas_threads_ = blas_threads_from_env();
+    openblas_set_num_threads(wanted);
 #endif
-    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features(),
-                            blas_threads_);
+    gemm_ = select_cpu_gemm(choice, std::getenv("OPENBLAS_CORETYPE"), cpu_features(), wanted);
+    blas_threads_ = wanted;
     switch (gemm_.which) {
       case GemmKernel::kPortable:
         corename_ = "portable";
@@ -117,13 +127,14 @@ class CpuBackend final : public Backend {
         corename_ = gemm_.kernel;  // "avx512" or "avx2"
         // Its threads, made here before the first GEMM.
         name_ = "cpu (asyncnd " + corename_ + " GEMM, " +
-                std::to_string(GemmThreads::instance(blas_threads_).threads()) + " threads" +
+                std::to_string(GemmThreads::instance(wanted).threads()) + " threads" +
                 (gemm_.loaded_core.empty() ? std::string()
-                                           : "; OpenBLAS core " + gemm_.loaded_core + " unused") +
+                                           : "; OpenBLAS core " + openblas_core_now() + " unused") +
                 ")";
         break;
       case GemmKernel::kOpenblas:
 #if ASYNCND_HAVE_OPENBLAS
+        blas_threads_ = openblas_get_num_threads();  // clamped to its build's maximum
         corename_ = openblas_get_corename();
         name_ = "cpu (" + std::string(openblas_get_config()) + ", core " + corename_ + ", " +
                 std::to_string(blas_threads_) + " BLAS threads)";
@@ -185,8 +196,10 @@ class CpuBackend final : public Backend {
     }
     constexpr std::int64_t kMax = std::numeric_limits<int>::max();  // blasint is 32-bit here
     if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax) {
-      throw Error("sgemm: dimensions exceed the 32-bit BLAS interface: m=" + std::to_string(m) +
-                  " n=" + std::to_string(n) + " k=" + std::to_string(k));
+      // Past the 32-bit interface: the portable GEMM, whose indices are 64-bit and which needs
+      // no self-test (an error here failed a valid dot at run time, not even at the call).
+      portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
     }
     const bool threaded = static_cast<double>(m) * static_cast<double>(n) *
                               static_cast<double>(k) > kOpenblasSingleThreadMnk;
@@ -217,6 +230,7 @@ CpuBackend& instance() {
 Backend& cpu_backend() { return instance(); }
 std::string cpu_blas_corename() { return instance().corename(); }
 int cpu_blas_threads() { return instance().blas_threads(); }
+int cpu_gemm_threads_wanted() { return blas_threads_from_env(); }
 std::size_t cpu_cached_bytes() { return CachingAllocator::instance().cached_bytes(); }
 void set_cpu_cache_limit(std::size_t bytes) { CachingAllocator::instance().set_limit(bytes); }
 std::size_t cpu_cache_limit() { return CachingAllocator::instance().limit(); }

@@ -20,8 +20,13 @@ Backend& cpu_backend();
 // GEMM figure.
 std::string cpu_blas_corename();
 
-// Threads each BLAS call may use (the thread policy in cpu_backend.cpp); 1 without OpenBLAS.
+// Threads a GEMM may use (the thread policy in cpu_backend.cpp): OpenBLAS's count when it runs
+// the GEMMs (clamped to its build's maximum, 64 in Debian's), else our GEMM's: ASYNCND_BLAS_THREADS,
+// else OpenBLAS's own variables, else every CPU this process may use (cpu_gemm_threads_wanted).
 int cpu_blas_threads();
+// That count before OpenBLAS's clamp: what our own GEMMs' pool is made with (gemm_threads.h).
+// Throws asyncnd::Error for a bad ASYNCND_BLAS_THREADS.
+int cpu_gemm_threads_wanted();
 
 // Bytes the CPU backend's allocator holds for reuse: blocks that arrays freed, kept so the next
 // array of that size skips malloc and the page faults (native/cpu/caching_allocator.h). They are

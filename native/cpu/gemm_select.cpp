@@ -14,8 +14,10 @@
 // with OpenBLAS's Haswell kernel, so it replaces only what runs at a fraction of that speed: a
 // pre-AVX2 kernel that OpenBLAS stays on (a core the user set, or every better one refused) on a
 // CPU with AVX2, and the portable GEMM in a build without OpenBLAS (bench/notes/gemm.md, "Our own
-// AVX2 GEMM"). A kernel is used only after gemm_self_test passes on this machine, since some older
-// OpenBLAS kernels compute wrong results on some processors.
+// AVX2 GEMM"). A kernel we switch to (an OpenBLAS core other than the one it loaded, or our AVX-512
+// or AVX2 GEMM) is used only after gemm_self_test passes on this machine, since some older
+// OpenBLAS kernels compute wrong results on some processors. What needs no switch is not tested:
+// the core OpenBLAS loaded by itself or the user set, and the portable GEMM.
 #include "cpu/gemm_select.h"
 
 #include <strings.h>
@@ -107,7 +109,7 @@ GemmChoice gemm_choice_from_env(const char* value, bool have_openblas) {
   if (std::strcmp(value, "openblas") == 0) {
     if (!have_openblas) {
       throw Error("ASYNCND_GEMM=openblas: this build has no OpenBLAS (ASYNCND_WITH_OPENBLAS=OFF); "
-                  "use auto or portable");
+                  "use auto, portable, avx512 or avx2");
     }
     return GemmChoice::kOpenblas;
   }
@@ -228,7 +230,7 @@ GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
     s.reason = "ASYNCND_GEMM=openblas: the kernel OpenBLAS chose for this CPU";
     return s;
   }
-  if (user_coretype != nullptr) {
+  if (user_coretype != nullptr && *user_coretype != '\0') {  // empty: OpenBLAS ignores it
     s.reason = std::string("OPENBLAS_CORETYPE=") + user_coretype + " set by the user";
     return s;
   }
@@ -362,8 +364,9 @@ GemmSelection select_cpu_gemm(GemmChoice choice, const char* user_coretype, cons
     // Not even its self-test may run: it would stop the process.
     const std::string what =
         "OpenBLAS loaded its kernel " + loaded +
-        (user_coretype ? std::string(" (OPENBLAS_CORETYPE=") + user_coretype + " set by the user)"
-                       : std::string()) +
+        (user_coretype && *user_coretype
+             ? std::string(" (OPENBLAS_CORETYPE=") + user_coretype + " set by the user)"
+             : std::string()) +
         ", but this CPU lacks what it needs (" + missing +
         "): its first GEMM would stop the process with an illegal instruction";
     if (choice == GemmChoice::kOpenblas) {

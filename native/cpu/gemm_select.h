@@ -73,7 +73,8 @@ struct GemmSelection {
 };
 
 // The whole choice, as the backend makes it when it starts: `choice` from ASYNCND_GEMM,
-// `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset), `cpu` this CPU,
+// `user_coretype` the user's OPENBLAS_CORETYPE (nullptr when unset; empty, which OpenBLAS
+// ignores, counts as unset), `cpu` this CPU,
 // `blas_threads` the GEMM's thread count (cpu_backend.cpp's BLAS thread policy:
 // ASYNCND_BLAS_THREADS, else OpenBLAS's own variables, else program_cpu_limit().cpus).
 // - portable: core's GEMM. avx512, avx2: ours, or an asyncnd::Error when the CPU lacks AVX-512
@@ -107,9 +108,9 @@ void openblas_sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
 bool switch_openblas_core(const std::string& core);
 
 // Makes the choice on the live OpenBLAS: `choice` from ASYNCND_GEMM, `user_coretype` the user's
-// OPENBLAS_CORETYPE (nullptr when unset: a set one is never overridden), `cpu` this CPU. Switches
-// OpenBLAS's kernel when `auto` finds a fallback core and a better one passes gemm_self_test;
-// says on stderr, once, why a candidate was refused. Returns what runs and why.
+// OPENBLAS_CORETYPE (nullptr or empty when unset: a set one is never overridden), `cpu` this CPU.
+// Switches OpenBLAS's kernel when `auto` finds a fallback core and a better one passes
+// gemm_self_test; says on stderr, once, why a candidate was refused. Returns what runs and why.
 GemmSelection select_openblas_gemm(GemmChoice choice, const char* user_coretype,
                                    const CpuFeatures& cpu);
 #endif

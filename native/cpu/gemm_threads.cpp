@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "asyncnd/engine.h"
+#include "cpu/cpu_backend.h"
 #include "engine/sync.h"
 #include "kernels/gemm_driver.h"
 
@@ -45,8 +46,7 @@ struct GemmThreads::Job {
 
 GemmThreads& GemmThreads::instance(int threads) {
   // Leaked on purpose: GEMMs may run on engine workers while static destructors run at exit.
-  static GemmThreads* pool = new GemmThreads(
-      threads > 0 ? threads : program_cpu_limit().cpus);
+  static GemmThreads* pool = new GemmThreads(threads > 0 ? threads : cpu_gemm_threads_wanted());
   return *pool;
 }
 

@@ -25,7 +25,9 @@ class GemmThreads {
  public:
   // The process's pool, made on first use with `threads` threads (later values are ignored):
   // the CPU backend makes it with its BLAS thread count (cpu_backend.cpp's policy) before its
-  // first GEMM; 0 means every CPU this process may use (program_cpu_limit().cpus).
+  // first GEMM; 0 means that policy's count (cpu_gemm_threads_wanted: ASYNCND_BLAS_THREADS, else
+  // every CPU this process may use), so that a benchmark that calls our GEMM while the backend
+  // runs OpenBLAS's times it on the same count.
   static GemmThreads& instance(int threads = 0);
 
   explicit GemmThreads(int threads);

@@ -86,7 +86,8 @@ NDArray copy_to(const NDArray& a, Device device);
 // Blocking: waits for everything queued so far; rethrows like Engine::waitall.
 void waitall();
 
-// The shape that broadcasting a and b gives, or an asyncnd::Error naming `op` and both shapes.
+// The shape that broadcasting a and b gives, or an asyncnd::Error naming `op` and both shapes
+// (or the shape with a negative dimension).
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 
 }  // namespace nd

@@ -9,6 +9,7 @@
 #endif
 
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <ostream>
@@ -200,10 +201,12 @@ void NDArray::wait_to_read() const {
     chunk_->backend->synchronize(chunk_->device.id, chunk_->data);
 }
 
+// A device array is read through a host copy, after waiting for its own variable: the copy would
+// inherit a failure and forget it on itself, so the array rethrew it at every read, not once.
 std::vector<float> NDArray::to_vector() const {
   detail::check_defined("to_vector", *this);
-  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).to_vector();
   engine().wait_to_read(chunk_->var);
+  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).to_vector();
   const std::int64_t n = size();
   std::vector<float> out(static_cast<std::size_t>(n));
   if (n > 0) std::memcpy(out.data(), chunk_->data, static_cast<std::size_t>(n) * sizeof(float));
@@ -215,8 +218,8 @@ float NDArray::item() const {
   if (size() != 1)
     throw Error("item: expected an array of size 1, got " + shape_str(shape_) + " (" +
                 std::to_string(size()) + " elements)");
-  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).item();
   engine().wait_to_read(chunk_->var);
+  if (!chunk_->backend->host_addressable()) return copy_to(Device::cpu()).item();
   return chunk_->data[0];
 }
 
@@ -301,6 +304,7 @@ constexpr std::int64_t kPrintThreshold = 1000;
 constexpr std::int64_t kEdgeItems = 3;
 
 std::string format_value(float v) {
+  if (std::isnan(v)) return "nan";  // as NumPy; printf wrote x86's default NaN as "-nan"
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
   return buf;
@@ -320,8 +324,8 @@ void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t
       i = n - kEdgeItems;
       if (last) {
         os << ", ";
-      } else {
-        os << ",\n" << std::string(dim + 1, ' ');
+      } else {  // as between two rows or blocks (NumPy: a blank line on both sides in 3-D)
+        os << ',' << std::string(shape.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
       }
     }
     if (last) {
@@ -342,7 +346,9 @@ void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t
 
 std::ostream& operator<<(std::ostream& os, const NDArray& a) {
   detail::check_defined("print", a);
-  // The values of a device array are printed from a host copy.
+  // The values of a device array are printed from a host copy (made after the wait, as in
+  // to_vector).
+  engine().wait_to_read(a.chunk()->var);
   const NDArray host = a.chunk()->backend->host_addressable() ? a : a.copy_to(Device::cpu());
   host.wait_to_read();
   const Shape& shape = a.shape();

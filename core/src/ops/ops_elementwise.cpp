@@ -17,6 +17,9 @@ namespace asyncnd {
 namespace nd {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  for (const Shape* s : {&a, &b})  // (arrays' shapes never are; a caller's may be)
+    for (const std::int64_t d : *s)
+      if (d < 0) throw Error(std::string(op) + ": negative dimension in " + shape_str(*s));
   const std::size_t n = a.size() > b.size() ? a.size() : b.size();
   Shape out(n);
   for (std::size_t i = 0; i < n; ++i) {  // aligned from the right

@@ -1,5 +1,6 @@
 // Linear algebra: dot/matmul (one GEMM kernel call, operands optionally transposed: the backend
 // runs it with its BLAS), transpose, reshape.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,7 +87,9 @@ NDArray transpose(const NDArray& a) {
   const std::size_t nd = in.size();
   Shape shape(in.rbegin(), in.rend());
   std::shared_ptr<const kernels::StridedPlan> plan;
-  if (nd > 2) {
+  // An empty array needs no plan (nothing moves): 64 dimensions, as any array, not the plan's 32.
+  const bool empty = std::find(in.begin(), in.end(), std::int64_t{0}) != in.end();
+  if (nd > 2 && !empty) {
     std::vector<std::int64_t> strides(nd), permuted(nd);
     std::int64_t s = 1;
     for (std::size_t d = nd; d-- > 0;) {
