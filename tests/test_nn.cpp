@@ -180,6 +180,46 @@ TEST_CASE("L2Loss is Gluon's, and SGD steps by lr * grad / batch_size", "[nn]") 
   });
 }
 
+// Gluon's rule: a gradient no backward wrote since the last step is not applied again. A layer
+// left out of a step's graph was updated with its previous gradient, every step.
+TEST_CASE("SGD refuses a stale gradient, or skips it when asked", "[nn]") {
+  leak_checked([] {
+    nn::Dense d1(1, "", false, 2), d2(1, "", false, 2);
+    d1.weight().set_data(nd::from_vector({1, 1}, {1, 2}));
+    d2.weight().set_data(nd::from_vector({1, 1}, {1, 2}));
+    nn::SGD trainer({d1.weight(), d2.weight()}, 0.5f);
+    const NDArray x = nd::ones({1, 2});
+    // Before any backward: nothing was ever written.
+    expect_error([&] { trainer.step(1); }, {"SGD::step", "dense", "weight", "(and of 1 more)",
+                                            "not written since the last step", "ignore_stale_grad"});
+    const auto backward_through = [&](std::vector<nn::Dense*> layers) {
+      NDArray y;
+      {
+        autograd::Record rec;
+        y = (*layers[0])(x);
+        for (std::size_t i = 1; i < layers.size(); ++i) y = y + (*layers[i])(x);
+        y = y.sum();
+      }
+      y.backward();
+    };
+    backward_through({&d1, &d2});
+    trainer.step(1);  // both: w = 1 - 0.5 * 1
+    check_exact(d2.weight().data().to_vector(), {0.5f, 0.5f}, "d2 after step 1");
+    expect_error([&] { trainer.step(1); }, {"SGD::step", "not written since the last step"});
+    backward_through({&d1});  // d2 is left out
+    expect_error([&] { trainer.step(1); },
+                 {"SGD::step", d2.weight().name(), "[1,2]", "not written since the last step"});
+    check_exact(d1.weight().data().to_vector(), {0.5f, 0.5f}, "nothing queued by the refusal");
+    trainer.step(1, /*ignore_stale_grad=*/true);
+    check_exact(d1.weight().data().to_vector(), {0.0f, 0.0f}, "d1 stepped");
+    check_exact(d2.weight().data().to_vector(), {0.5f, 0.5f}, "d2 skipped, not stepped again");
+    // A fresh gradient from set_data counts as never written.
+    d1.weight().set_data(nd::ones({1, 2}));
+    backward_through({&d2});
+    expect_error([&] { trainer.step(1); }, {"SGD::step", d1.weight().name()});
+  });
+}
+
 // A layer added twice shares its weights: backward sums the gradient of both uses, and a step
 // applies it once (it applied it once per listing: twice the learning rate).
 TEST_CASE("a shared layer's parameters are listed and updated once", "[nn]") {

@@ -122,7 +122,7 @@ int nn_param_set_data(int param, int h);
 int nn_relu(int h);
 int nn_l2loss(float weight, int pred, int label);
 int nn_sgd(val params, float lr);           // params: a JS array of Parameter ids
-int nn_sgd_step(int sgd, double batch_size);
+int nn_sgd_step(int sgd, double batch_size, bool ignore_stale_grad);
 int nn_sgd_set_lr(int sgd, float lr);
 void nn_release(int id);
 int nn_live_objects();

@@ -262,13 +262,13 @@ int nn_sgd(val params, float lr) {
       -1);
 }
 
-int nn_sgd_step(int sgd, double batch_size) {
+int nn_sgd_step(int sgd, double batch_size, bool ignore_stale_grad) {
   return guarded(
       [&] {
         nn::SGD& t = *object_of(sgd, Kind::kSGD, "SGD.step").sgd;
         if (!std::isfinite(batch_size) || batch_size != std::floor(batch_size))
           throw Error("SGD.step: batch size must be an integer, got " + std::to_string(batch_size));
-        t.step(static_cast<std::int64_t>(batch_size));
+        t.step(static_cast<std::int64_t>(batch_size), ignore_stale_grad);
         return 0;
       },
       -1);

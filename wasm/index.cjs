@@ -900,10 +900,23 @@ function makeApi(M, threads, simd) {
         }
         this._lr = learningRate;
       }
-      // Queues w -= lr * grad / batchSize for every parameter; returns at once.
-      step(batchSize) {
+      // Queues w -= lr * grad / batchSize for every parameter; returns at once. A gradient no
+      // backward wrote since the last step is refused (Gluon's rule), or skipped with
+      // { ignoreStaleGrad: true }.
+      step(batchSize, options = {}) {
         intArg('SGD.step', 'batchSize', batchSize, 1, Number.MAX_SAFE_INTEGER);
-        check(M.nnSgdStep(this._object('SGD.step'), batchSize));
+        if (options === null || typeof options !== 'object') {
+          throw new TypeError(`SGD.step: options must be an object, got ${show(options)}`);
+        }
+        const unknown = Object.keys(options).filter((k) => k !== 'ignoreStaleGrad');
+        if (unknown.length) {
+          throw new Error(`SGD.step: unknown option ${unknown.map(show).join(', ')} (the option is ignoreStaleGrad)`);
+        }
+        const ignore = options.ignoreStaleGrad === undefined ? false : options.ignoreStaleGrad;
+        if (typeof ignore !== 'boolean') {
+          throw new TypeError(`SGD.step: ignoreStaleGrad must be a boolean, got ${show(ignore)}`);
+        }
+        check(M.nnSgdStep(this._object('SGD.step'), batchSize, ignore));
       }
       get learningRate() { return this._lr; }
       set learningRate(lr) {

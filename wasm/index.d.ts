@@ -140,8 +140,10 @@ export interface L2Loss {
 
 export interface SGD extends NnObject {
   /** Queues w -= learningRate * grad / batchSize for every parameter; returns at once. Throws if
-   *  batchSize <= 0 or a parameter is not initialised. */
-  step(batchSize: number): void;
+   *  batchSize <= 0 or a parameter is not initialised, and, as Gluon's Trainer, if a parameter's
+   *  gradient was not written since the last step (no backward reached it), unless
+   *  ignoreStaleGrad: then such parameters are skipped. */
+  step(batchSize: number, options?: { ignoreStaleGrad?: boolean }): void;
   learningRate: number;
 }
 

@@ -114,8 +114,9 @@ test('backward refuses weights that a trainer changed after they were recorded',
   const trainer = nd.nn.SGD(net, 0.1);
   nd.tidy(() => {
     const x = nd.ones([2, 3]), label = nd.ones([2, 1]);
+    nd.autograd.record(() => loss.forward(net.forward(x), label).sum()).backward();
     const l = nd.autograd.record(() => loss.forward(net.forward(x), label).sum());
-    trainer.step(2);
+    trainer.step(2);  // the first recording's gradients: changes the weights l's graph read
     assert.throws(() => l.backward(),
       /backward: the gradient of dot reads its input 2 \[1,4\], which was changed in place after it was recorded/);
     const again = nd.autograd.record(() => loss.forward(net.forward(x), label).sum());
@@ -124,6 +125,33 @@ test('backward refuses weights that a trainer changed after they were recorded',
   });
   trainer.delete();
   net.delete();
+});
+
+// Gluon's rule: a gradient that no backward wrote since the last step is not applied again (a
+// layer left out of a step's graph was stepped with its old gradient every time).
+test('SGD.step refuses a stale gradient, or skips it with ignoreStaleGrad', async () => {
+  const nd = await loading;
+  const a = nd.nn.Dense(1, '', { inUnits: 2 }), b = nd.nn.Dense(1, '', { inUnits: 2 });
+  const listed = [...a.parameters(), ...b.parameters()];
+  const trainer = nd.nn.SGD(listed, 0.5);
+  listed.forEach((p) => p.delete());  // the trainer keeps its own handles
+  nd.tidy(() => {
+    const x = nd.ones([1, 2]);
+    assert.throws(() => trainer.step(1), /^Error: SGD::step: the gradient of 'dense\d+_weight' \[1,2\] \(and of 3 more\) was not written since the last step.*ignoreStaleGrad: true/);
+    nd.autograd.record(() => a.forward(x).add(b.forward(x)).sum()).backward();
+    trainer.step(1);
+    const before = b.parameters().map((p) => { const v = p.data().dataSync(); p.delete(); return v; });
+    nd.autograd.record(() => a.forward(x).sum()).backward();  // b left out
+    assert.throws(() => trainer.step(1), /not written since the last step/);
+    trainer.step(1, { ignoreStaleGrad: true });
+    const after = b.parameters().map((p) => { const v = p.data().dataSync(); p.delete(); return v; });
+    assert.deepEqual(after, before, 'b skipped, not stepped again');
+    assert.throws(() => trainer.step(1, { ignoreStale: true }), /^Error: SGD\.step: unknown option 'ignoreStale'/);
+    assert.throws(() => trainer.step(1, { ignoreStaleGrad: 1 }), /^TypeError: SGD\.step: ignoreStaleGrad must be a boolean, got 1/);
+  });
+  trainer.delete();
+  a.delete();
+  b.delete();
 });
 
 // forward, parameters and the destructor recursed once per level: V8's stack overflowed inside

@@ -140,15 +140,27 @@ class SGD {
   // infinite (as set_learning_rate does). A parameter listed twice is updated once per step.
   SGD(std::vector<Parameter> params, float learning_rate);
   // Queues one update per parameter; returns at once. Throws asyncnd::Error (queuing nothing) if
-  // batch_size <= 0 or a parameter is not initialised yet.
-  void step(std::int64_t batch_size);
+  // batch_size <= 0 or a parameter is not initialised yet. Stale gradients, as Gluon's Trainer:
+  // a parameter whose gradient nothing wrote since this trainer's previous step (no backward
+  // reached it: a layer left out of this step's graph, or a second step after one backward)
+  // would be updated again with the old gradient, so step throws, naming it, queuing nothing;
+  // with ignore_stale_grad it skips such parameters and updates the others. A gradient counts as
+  // written when backward (or the program, in place) wrote it: a fresh one never was.
+  void step(std::int64_t batch_size, bool ignore_stale_grad = false);
   float learning_rate() const { return lr_; }
   void set_learning_rate(float lr);
   const std::vector<Parameter>& parameters() const { return params_; }
 
  private:
+  // Each parameter's gradient buffer and its write count (detail::Chunk::version) at the last
+  // step, to tell a stale gradient.
+  struct GradSeen {
+    std::weak_ptr<detail::Chunk> chunk;
+    std::uint32_t version = 0;
+  };
   std::vector<Parameter> params_;
   float lr_;
+  std::vector<GradSeen> seen_;
 };
 
 // The chapter's data_iter: num_batches batches of X ~ N(0, 1) [batch_size, features] and

@@ -374,7 +374,7 @@ void SGD::set_learning_rate(float lr) {
   lr_ = lr;
 }
 
-void SGD::step(std::int64_t batch_size) {
+void SGD::step(std::int64_t batch_size, bool ignore_stale_grad) {
   static const char* kOp = "SGD::step";
   if (batch_size <= 0)
     throw Error(std::string(kOp) + ": batch_size must be positive, got " +
@@ -390,9 +390,34 @@ void SGD::step(std::int64_t batch_size) {
   // An update of weights a recording reads would change what its backward reads, as w -= ...
   // would: refused the same way, before any weight changes (the update itself is not recorded).
   for (const NDArray& wi : w) detail::check_inplace_allowed(kOp, wi, nullptr);
+  // Stale gradients (the header): written since the last step if the buffer's write count moved,
+  // or, for a buffer this trainer has not seen step (the first step, or a fresh one from
+  // set_data), if it was ever written.
+  seen_.resize(params_.size());
+  std::vector<char> stale(params_.size(), 0);
+  std::size_t n_stale = 0, first_stale = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const std::shared_ptr<detail::Chunk>& c = g[i].chunk();
+    const std::uint32_t v = c->version.load(std::memory_order_relaxed);
+    const bool known = seen_[i].chunk.lock() == c;
+    stale[i] = known ? v == seen_[i].version : v == 0;
+    if (stale[i] && n_stale++ == 0) first_stale = i;
+  }
+  if (n_stale > 0 && !ignore_stale_grad) {
+    const Parameter& p = params_[first_stale];
+    throw Error(std::string(kOp) + ": the gradient of '" + p.name() + "' " + shape_str(p.shape()) +
+                (n_stale > 1 ? " (and of " + std::to_string(n_stale - 1) + " more)" : "") +
+                " was not written since the last step: no backward reached it, and updating "
+                "with the old one would repeat the last update (Gluon's rule); step with "
+                "ignore_stale_grad (JavaScript: { ignoreStaleGrad: true }) to skip such "
+                "parameters");
+  }
   autograd::Pause pause;  // an update is never part of a graph
   const float alpha = lr_ / static_cast<float>(batch_size);
-  for (std::size_t i = 0; i < w.size(); ++i) detail::sgd_update(w[i], g[i], alpha);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (!stale[i]) detail::sgd_update(w[i], g[i], alpha);
+    seen_[i] = {g[i].chunk(), g[i].chunk()->version.load(std::memory_order_relaxed)};
+  }
 }
 
 // ---- DataIter -----------------------------------------------------------------------------
