@@ -128,6 +128,18 @@ TEST_CASE("gemm selection: the self-test passes right kernels and catches wrong 
     if (ldc > n) c[n] = 0.0f;
   };
   CHECK_FALSE(gemm_self_test(pads).empty());
+  // One that drops what it summed over all but the last k-block of 512 (a carry lost between
+  // blocks): only a product with k past the block depth shows it.
+  auto last_block_only = [](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                            float alpha, const float* a, std::int64_t lda, const float* b,
+                            std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+    const std::int64_t skip = k > 512 ? (k - 1) / 512 * 512 : 0;
+    const float* a_rest = ta ? a + skip * lda : a + skip;
+    const float* b_rest = tb ? b + skip : b + skip * ldb;
+    asyncnd::detail::reference_sgemm(ta, tb, m, n, k - skip, alpha, a_rest, lda, b_rest, ldb, beta,
+                                     c, ldc);
+  };
+  CHECK_THAT(gemm_self_test(last_block_only), Catch::Contains("k=777"));
 }
 
 TEST_CASE("gemm selection: cpu_gemm() says what runs and why", "[gemm][select]") {
