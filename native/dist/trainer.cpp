@@ -85,8 +85,10 @@ struct DistributedTrainer::Impl {
   std::vector<Bucket> buckets;
   std::size_t bytes = 0;
   // CPU [2], per step: this rank's batch size and 1 if it refused the step (a batch size that is
-  // not positive), then, allreduced (sum), the global batch and the number of ranks that refused.
+  // not positive, or a stale gradient), then, allreduced (sum), the global batch and the number
+  // of ranks that refused.
   NDArray batch;
+  detail::StaleGradients stale;  // what each gradient was at the last step (nn::SGD's rule)
 };
 
 namespace {
@@ -211,10 +213,17 @@ void DistributedTrainer::step(std::int64_t batch_size) {
   // In place, as nn::SGD's step: refused while autograd records a parameter (inside a Record).
   for (const Parameter& p : ps) detail::check_inplace_allowed(kOp, p.data(), nullptr);
   autograd::Pause pause;
-  // A batch size that is not positive is refused on this rank after its collectives are queued,
-  // so that the other ranks' are matched instead of waiting until the watchdog; the flag it
-  // sends makes their updates fail, so no rank changes a parameter.
-  const bool refused = batch_size <= 0;
+  // A batch size that is not positive, or a stale gradient (nn::SGD's rule: one that nothing
+  // wrote since the last step would be applied again), is refused on this rank after its
+  // collectives are queued, so that the other ranks' are matched instead of waiting until the
+  // watchdog; the flag it sends makes their updates fail, so no rank changes a parameter.
+  std::vector<NDArray> grads(ps.size()), host(ps.size());
+  for (std::size_t k = 0; k < ps.size(); ++k) grads[k] = ps[k].grad();
+  const std::string stale = detail::StaleGradients::problem(
+      ps, im.stale.find(grads),
+      "call backward before each step (the other ranks' steps fail too: no rank's parameters "
+      "change)");
+  const bool refused = batch_size <= 0 || !stale.empty();
   const int ranks = dist::size();
 
   // 0. The global batch: every rank's batch size, summed. The update divides by it, so ranks with
@@ -232,11 +241,8 @@ void DistributedTrainer::step(std::int64_t batch_size) {
   }
 
   // The gradients as CPU arrays (a GPU gradient is copied to the host, queued).
-  std::vector<NDArray> grads(ps.size()), host(ps.size());
-  for (std::size_t k = 0; k < ps.size(); ++k) {
-    grads[k] = ps[k].grad();
+  for (std::size_t k = 0; k < ps.size(); ++k)
     host[k] = grads[k].device().is_cpu() ? grads[k] : grads[k].copy_to(Device::cpu());
-  }
 
   // 1. Every bucket's pack and allreduce (sum), in bucket order: the order of the collectives,
   //    the same on every rank. Each pack runs as soon as backward has written its gradients, ahead
@@ -265,10 +271,11 @@ void DistributedTrainer::step(std::int64_t batch_size) {
         std::move(reads), {b.flat.var()}, o);
     dist::allreduce(b.flat, dist::Reduce::kSum);
   }
-  if (refused)
+  if (batch_size <= 0)
     throw Error(std::string(kOp) + ": batch_size must be positive, got " +
                 std::to_string(batch_size) + " (the other ranks' steps fail too: no rank's "
                 "parameters change)");
+  if (refused) throw Error(std::string(kOp) + ": " + stale);
 
   // What every update reads of the global batch: alpha = lr / global batch, or a failure if a
   // rank refused. The same on every rank, so the copies of the model stay identical.
@@ -278,7 +285,7 @@ void DistributedTrainer::step(std::int64_t batch_size) {
     if (total[1] > 0.0f)
       throw Error("DistributedTrainer::step: " + std::to_string(static_cast<int>(total[1])) +
                   " of " + std::to_string(ranks) + " ranks refused the step (a batch_size that "
-                  "is not positive); no parameter was updated");
+                  "is not positive, or a stale gradient); no parameter was updated");
     return lr / total[0];
   };
   // The averaged gradient p.grad() holds after the step: the sum over the ranks / their number
@@ -360,6 +367,7 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       detail::assign(wk, wk - grads[k] * gpu_factor.copy_to(wk.device()));
     }
   }
+  im.stale.record(grads);  // after this step's own writes of p.grad()
 }
 
 float DistributedTrainer::learning_rate() const {

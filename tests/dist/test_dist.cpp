@@ -331,19 +331,30 @@ TEST_CASE("dist: DistributedTrainer with unequal shares equals SGD on the whole 
   check_trainer_equals_sgd(shares);
 }
 
-TEST_CASE("dist: a batch_size that is not positive on one rank fails every rank's step") {
+// A rank that refuses its step (a batch_size that is not positive, a stale gradient) queues its
+// collectives all the same, so that the others' are matched, and their updates fail: no rank
+// changes a parameter, and the next step works everywhere.
+static void check_refused_step(const char* why) {
   const int odd = dist::size() - 1, me = dist::rank();
   nn::Dense layer(1, "", true, 3);
   nn::DistributedTrainer trainer(layer.parameters(), 0.1f);
   const std::vector<nn::Parameter> ps = layer.parameters();
-  std::vector<std::vector<float>> before;
-  for (const nn::Parameter& q : ps) before.push_back(q.data().to_vector());
   nn::Sequential net;
   net.add(layer);
-  train_step(net, nd::ones({4, 3}), nd::ones({4}));
+  const bool stale = std::string(why) == "stale";
+  if (stale) {  // one good step first: then the odd rank steps again without a backward
+    train_step(net, nd::ones({4, 3}), nd::ones({4}));
+    trainer.step(4);
+  }
+  std::vector<std::vector<float>> before;
+  for (const nn::Parameter& q : ps) before.push_back(q.data().to_vector());
+  if (!(stale && me == odd)) train_step(net, nd::ones({4, 3}), nd::ones({4}));
   if (me == odd) {
-    REQUIRE_THROWS_WITH(trainer.step(0), Catch::Contains("DistributedTrainer::step: batch_size "
-                                                         "must be positive, got 0"));
+    REQUIRE_THROWS_WITH(trainer.step(stale ? 4 : 0),
+                        Catch::Contains("DistributedTrainer::step: ") &&
+                            Catch::Contains(stale ? "was not written since this trainer was made "
+                                                    "or last stepped"
+                                                  : "batch_size must be positive, got 0"));
   } else {
     trainer.step(4);  // queued: its updates fail
     for (const nn::Parameter& q : ps) {
@@ -358,12 +369,21 @@ TEST_CASE("dist: a batch_size that is not positive on one rank fails every rank'
   // The collectives stayed paired: the next step works everywhere, the same on every rank.
   train_step(net, nd::ones({4, 3}), nd::ones({4}));
   trainer.step(4);
-  for (const nn::Parameter& q : ps) {
-    NDArray root_copy = q.data().copy();
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    NDArray root_copy = ps[k].data().copy();
     dist::broadcast(root_copy, 0);
-    CHECK(root_copy.to_vector() == q.data().to_vector());
-    CHECK(q.data().to_vector() != before[&q - ps.data()]);
+    CHECK(root_copy.to_vector() == ps[k].data().to_vector());
+    CHECK(ps[k].data().to_vector() != before[k]);
   }
+}
+
+TEST_CASE("dist: a batch_size that is not positive on one rank fails every rank's step") {
+  check_refused_step("batch");
+}
+
+TEST_CASE("dist: a stale gradient on one rank fails every rank's step") {
+  // As nn::SGD: a gradient no backward wrote since the last step would be applied again.
+  check_refused_step("stale");
 }
 
 TEST_CASE("dist: DistributedTrainer with parameters on a GPU goes through host memory") {

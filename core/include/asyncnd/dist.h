@@ -164,7 +164,7 @@ struct DistributedOptions {
 // the next forward pass needs first) run first. After step(), p.grad() holds the averaged
 // gradient (GPU gradients go through host memory: copy, allreduce, copy back, all queued).
 //
-// With one rank it computes exactly what nn::SGD does.
+// With one rank it computes exactly what nn::SGD does, refusing stale gradients as it does.
 // Thread safety: one thread, the one that pushes the rank's collectives.
 class DistributedTrainer {
  public:
@@ -185,9 +185,11 @@ class DistributedTrainer {
   // Queues the gradient allreduces and the updates; returns at once. batch_size: this rank's
   // batch (the ranks' may differ, as in an epoch's last batch). Throws asyncnd::Error, queuing
   // nothing, after dist::finalize or inside an autograd Record (the update is in place, as
-  // nn::SGD's). A batch_size <= 0 throws too, after queuing this step's collectives so that the
-  // other ranks' are matched: their updates then fail (the error rethrown at their next read of
-  // a parameter), and no rank changes a parameter.
+  // nn::SGD's). A batch_size <= 0 throws too, and so does a stale gradient (nn::SGD's rule: one
+  // that nothing wrote since this trainer was made or last stepped; there is no skipping it
+  // here, since every rank must apply the same update), after queuing this step's collectives so
+  // that the other ranks' are matched: their updates then fail (the error rethrown at their next
+  // read of a parameter), and no rank changes a parameter.
   void step(std::int64_t batch_size);
   // Queues a broadcast of the root's parameter values (the constructor does it once).
   void broadcast_parameters();

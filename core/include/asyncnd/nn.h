@@ -26,6 +26,9 @@
 #include "asyncnd/ndarray.h"
 
 namespace asyncnd {
+namespace detail {
+class StaleGradients;  // autograd_internal.h
+}  // namespace detail
 namespace nn {
 
 // How a weight is initialised. Biases (1-D parameters) always start at zero. The values come from nd::random_*,
@@ -140,27 +143,22 @@ class SGD {
   // infinite (as set_learning_rate does). A parameter listed twice is updated once per step.
   SGD(std::vector<Parameter> params, float learning_rate);
   // Queues one update per parameter; returns at once. Throws asyncnd::Error (queuing nothing) if
-  // batch_size <= 0 or a parameter is not initialised yet. Stale gradients, as Gluon's Trainer:
-  // a parameter whose gradient nothing wrote since this trainer's previous step (no backward
-  // reached it: a layer left out of this step's graph, or a second step after one backward)
-  // would be updated again with the old gradient, so step throws, naming it, queuing nothing;
-  // with ignore_stale_grad it skips such parameters and updates the others. A gradient counts as
-  // written when backward (or the program, in place) wrote it: a fresh one never was.
+  // batch_size <= 0, a parameter is not initialised yet, or it is called inside an autograd
+  // Record. Stale gradients, as Gluon's Trainer: a parameter whose gradient nothing wrote since
+  // this trainer was made or last stepped (no backward reached it: a layer left out of this
+  // step's graph, or a second step after one backward) would be updated again with the old
+  // gradient, so step throws, naming it, queuing nothing; with ignore_stale_grad it skips such
+  // parameters and updates the others. A gradient counts as written when backward (or the
+  // program, in place) wrote it: a fresh one never was.
   void step(std::int64_t batch_size, bool ignore_stale_grad = false);
   float learning_rate() const { return lr_; }
   void set_learning_rate(float lr);
   const std::vector<Parameter>& parameters() const { return params_; }
 
  private:
-  // Each parameter's gradient buffer and its write count (detail::Chunk::version) at the last
-  // step, to tell a stale gradient.
-  struct GradSeen {
-    std::weak_ptr<detail::Chunk> chunk;
-    std::uint32_t version = 0;
-  };
   std::vector<Parameter> params_;
   float lr_;
-  std::vector<GradSeen> seen_;
+  std::shared_ptr<detail::StaleGradients> stale_;  // what each gradient was at the last step
 };
 
 // The chapter's data_iter: num_batches batches of X ~ N(0, 1) [batch_size, features] and

@@ -138,5 +138,29 @@ void sgd_update(NDArray& w, const NDArray& g, float alpha);  // w -= alpha * g i
 // over its uses, so a trainer that listed it twice would apply it twice.
 std::vector<nn::Parameter> unique_parameters(std::vector<nn::Parameter> params);
 
+// Stale gradients, Gluon's Trainer rule (nn::SGD, nn::DistributedTrainer; nn.cpp): a gradient
+// nothing wrote since the trainer was made or last stepped would be applied again. Written means
+// its buffer's write count (Chunk::version, bumped by every in-place write, backward's included)
+// moved since record(); a buffer not recorded yet (the first step, or a fresh one from set_data)
+// counts as written once ever written (a fresh gradient is zeros, count 0).
+class StaleGradients {
+ public:
+  // Per gradient (in the trainer's parameter order): 1 if stale.
+  std::vector<char> find(const std::vector<NDArray>& grads) const;
+  // After a step has queued its writes: what each gradient is now.
+  void record(const std::vector<NDArray>& grads);
+  // "" if none is stale, else the refusal's text after "op: ", naming the first stale parameter
+  // and how many more, ending with `tail` (what to do instead).
+  static std::string problem(const std::vector<nn::Parameter>& params,
+                             const std::vector<char>& stale, const std::string& tail);
+
+ private:
+  struct Seen {
+    std::weak_ptr<Chunk> chunk;
+    std::uint32_t version = 0;
+  };
+  std::vector<Seen> seen_;
+};
+
 }  // namespace detail
 }  // namespace asyncnd

@@ -25,6 +25,36 @@ void check_learning_rate(const char* op, float lr) {
   const std::string problem = learning_rate_problem(lr);
   if (!problem.empty()) throw Error(std::string(op) + ": " + problem);
 }
+std::vector<char> StaleGradients::find(const std::vector<NDArray>& grads) const {
+  std::vector<char> stale(grads.size(), 0);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::shared_ptr<Chunk>& c = grads[i].chunk();
+    const std::uint32_t v = c->version.load(std::memory_order_relaxed);
+    const bool known = i < seen_.size() && seen_[i].chunk.lock() == c;
+    stale[i] = known ? v == seen_[i].version : v == 0;
+  }
+  return stale;
+}
+
+void StaleGradients::record(const std::vector<NDArray>& grads) {
+  seen_.resize(grads.size());
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    seen_[i] = {grads[i].chunk(), grads[i].chunk()->version.load(std::memory_order_relaxed)};
+}
+
+std::string StaleGradients::problem(const std::vector<nn::Parameter>& params,
+                                    const std::vector<char>& stale, const std::string& tail) {
+  std::size_t n = 0, first = 0;
+  for (std::size_t i = 0; i < stale.size(); ++i)
+    if (stale[i] && n++ == 0) first = i;
+  if (n == 0) return {};
+  const nn::Parameter& p = params[first];
+  return "the gradient of '" + p.name() + "' " + shape_str(p.shape()) +
+         (n > 1 ? " (and of " + std::to_string(n - 1) + " more)" : "") +
+         " was not written since this trainer was made or last stepped: no backward reached it, "
+         "and updating with the old one would repeat the last update (Gluon's rule); " + tail;
+}
+
 std::vector<nn::Parameter> unique_parameters(std::vector<nn::Parameter> params) {
   std::vector<nn::Parameter> out;
   out.reserve(params.size());
@@ -361,7 +391,8 @@ NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
 
 // ---- SGD ----------------------------------------------------------------------------------
 
-SGD::SGD(std::vector<Parameter> params, float learning_rate) : lr_(learning_rate) {
+SGD::SGD(std::vector<Parameter> params, float learning_rate)
+    : lr_(learning_rate), stale_(std::make_shared<detail::StaleGradients>()) {
   detail::check_learning_rate("SGD", learning_rate);
   for (const Parameter& p : params)
     if (!p.defined())
@@ -390,34 +421,17 @@ void SGD::step(std::int64_t batch_size, bool ignore_stale_grad) {
   // An update of weights a recording reads would change what its backward reads, as w -= ...
   // would: refused the same way, before any weight changes (the update itself is not recorded).
   for (const NDArray& wi : w) detail::check_inplace_allowed(kOp, wi, nullptr);
-  // Stale gradients (the header): written since the last step if the buffer's write count moved,
-  // or, for a buffer this trainer has not seen step (the first step, or a fresh one from
-  // set_data), if it was ever written.
-  seen_.resize(params_.size());
-  std::vector<char> stale(params_.size(), 0);
-  std::size_t n_stale = 0, first_stale = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const std::shared_ptr<detail::Chunk>& c = g[i].chunk();
-    const std::uint32_t v = c->version.load(std::memory_order_relaxed);
-    const bool known = seen_[i].chunk.lock() == c;
-    stale[i] = known ? v == seen_[i].version : v == 0;
-    if (stale[i] && n_stale++ == 0) first_stale = i;
-  }
-  if (n_stale > 0 && !ignore_stale_grad) {
-    const Parameter& p = params_[first_stale];
-    throw Error(std::string(kOp) + ": the gradient of '" + p.name() + "' " + shape_str(p.shape()) +
-                (n_stale > 1 ? " (and of " + std::to_string(n_stale - 1) + " more)" : "") +
-                " was not written since the last step: no backward reached it, and updating "
-                "with the old one would repeat the last update (Gluon's rule); step with "
-                "ignore_stale_grad (JavaScript: { ignoreStaleGrad: true }) to skip such "
-                "parameters");
-  }
+  const std::vector<char> stale = stale_->find(g);
+  const std::string problem = detail::StaleGradients::problem(
+      params_, stale,
+      "step with ignore_stale_grad (JavaScript: { ignoreStaleGrad: true }) to skip such "
+      "parameters");
+  if (!problem.empty() && !ignore_stale_grad) throw Error(std::string(kOp) + ": " + problem);
   autograd::Pause pause;  // an update is never part of a graph
   const float alpha = lr_ / static_cast<float>(batch_size);
-  for (std::size_t i = 0; i < w.size(); ++i) {
+  for (std::size_t i = 0; i < w.size(); ++i)
     if (!stale[i]) detail::sgd_update(w[i], g[i], alpha);
-    seen_[i] = {g[i].chunk(), g[i].chunk()->version.load(std::memory_order_relaxed)};
-  }
+  stale_->record(g);
 }
 
 // ---- DataIter -----------------------------------------------------------------------------
