@@ -2,7 +2,7 @@
 // holding a worker; failures, throws and dropped completions travel like any op's error.
 #include <catch2/catch.hpp>
 
-#include <asyncnd/engine.h>
+#include <asyncnd/asyncnd.h>
 
 #include <atomic>
 #include <mutex>
@@ -113,6 +113,73 @@ TEST_CASE("the naive engine's push_async returns once the op has completed", "[e
       {}, {v});
   CHECK(done.load());
   t.join();
+}
+
+// Ops pushed from inside an op run after it, in push order, with either kind: the naive engine
+// ran them at once, inside the op that pushed them, so a later write by that op won.
+TEST_CASE("ops pushed from inside an op run after it, in push order, with either engine kind",
+          "[engine]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    INFO((kind == EngineKind::kNaive ? "naive" : "threaded"));
+    Engine eng(EngineOptions{kind, 1});
+    Var a = eng.new_var();
+    std::vector<int> order;
+    eng.push(
+        [&] {
+          eng.push([&] { order.push_back(2); }, {}, {a});
+          eng.push(
+              [&] {
+                order.push_back(3);
+                eng.push([&] { order.push_back(5); }, {}, {a});
+              },
+              {}, {a});
+          eng.push([&] { order.push_back(4); }, {}, {a});
+          order.push_back(1);
+        },
+        {}, {a});
+    eng.wait_to_read(a);
+    CHECK(order == std::vector<int>{1, 2, 3, 4, 5});
+    // An array dropped inside an op after an op on it was pushed there: freed after that op ran
+    // (AddressSanitizer builds see a use after free otherwise).
+    configure_engine({kind, 1});
+    NDArray out = nd::zeros({1000});
+    {
+      NDArray in = nd::ones({1000});
+      engine().push(
+          [in, &out]() mutable {
+            out += in * 2.0f;  // queued behind this op; so is the deletion of the temporary
+            in = NDArray();    // the last handle: its deletion waits for the multiply
+          },
+          {}, {out.var()});
+    }
+    CHECK(out.to_vector() == std::vector<float>(1000, 2.0f));
+  }
+  configure_engine({});
+}
+
+// A Completion finished by a thread that pushes first: the naive engine held its lock while it
+// waited for the Completion, so that push waited for ever.
+TEST_CASE("a thread that completes an async op may push first, with either engine kind",
+          "[engine][async]") {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    INFO((kind == EngineKind::kNaive ? "naive" : "threaded"));
+    Engine eng(EngineOptions{kind, 1});
+    Var a = eng.new_var(), b = eng.new_var();
+    int x = 0;
+    std::thread t;
+    eng.push_async(
+        [&](Completion c) {
+          t = std::thread([&, c = std::move(c)]() mutable {
+            eng.push([&] { x = 7; }, {}, {b});
+            c.done();
+          });
+        },
+        {}, {a});
+    eng.wait_to_read(a);
+    t.join();
+    eng.wait_to_read(b);
+    CHECK(x == 7);
+  }
 }
 
 TEST_CASE("many async ops completed from other threads keep push order", "[engine][async]") {

@@ -79,7 +79,10 @@ class Var {
 
 enum class EngineKind {
   kThreaded,  // default: ops run on worker threads, push returns at once
-  kNaive,     // every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive)
+  // Every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive). In push order:
+  // an op pushed from inside an op runs right after it, and one pushed from another thread while
+  // an asynchronous op awaits its Completion runs once it came (that push returns at once).
+  kNaive,
 };
 
 // Where the byte bound in force came from (EngineStats::max_inflight_bytes_source).

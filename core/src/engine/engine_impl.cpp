@@ -31,8 +31,10 @@ constexpr auto kWaitSpin = std::chrono::microseconds(50);
 
 }  // namespace
 
-// Ops the naive engine is running on this thread (ops that ops push nest).
+// Ops the naive engine is running on this thread (ops that ops push nest), and the ops pushed from
+// inside them, run after them in push order (run_naive).
 thread_local int t_naive_op_depth = 0;
+thread_local std::deque<NaiveItem> t_naive_deferred;
 // This thread waited (wait_to_read, waitall) since its last push: its next push is urgent
 // (DevicePool::enqueue). t_pushed_urgent: its last push was; then a paced worker already looks
 // (it was poked, or it was busy and looks when done), and its waits need not poke it again.
@@ -871,6 +873,7 @@ void EngineImpl::wait_to_read(const Var& var) {
   if (inside_op()) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
+  if (kind_ == EngineKind::kNaive) wait_naive_queue();  // its pushes may be queued (run_naive)
   // Also when nothing is pending: a thread that reads results makes its next push urgent.
   t_waited = true;
   ErrorRef err;
@@ -982,6 +985,7 @@ bool EngineImpl::delete_array_var(Var var, OpFunction on_delete, std::size_t byt
 
 void EngineImpl::delete_marked(Var var, OpFunction on_delete, std::size_t bytes,
                                bool may_defer) noexcept {
+  if (kind_ == EngineKind::kNaive && naive_delete_later(var, on_delete)) return;
   VarBlock* v = peek(var);
   // Deletion is not an op: on_delete waits on the variable itself and runs when its last queued
   // access completes, so it takes no queue slot and no hand-off. No new access can arrive:
@@ -1101,19 +1105,71 @@ void EngineImpl::run_deleter(OpFunction& on_delete) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The naive engine: every op runs inside push, in push order.
+// The naive engine: every op runs inside its push, on the pushing thread, one at a time, in push
+// order. Two kinds of push wait their turn instead, so that the order stays push order:
+// - pushed from inside an op: it runs after that op (and the ops pushed before it), still inside
+//   the push that ran the outer op. Run at once, it ran before the op that pushed it, which a
+//   write of the same variable after it then overwrote (a recursive mutex let it in).
+// - pushed from another thread while an asynchronous op waits for its Completion: queued, and
+//   run by the waiting thread once the Completion came. The thread that completes it may be the
+//   one that pushes: it blocked on the mutex the waiting thread held, for ever. A wait from such
+//   a thread (wait_to_read) first waits for the queue to be run.
+// Other threads' pushes wait while one thread runs ops (naive_busy_). A deletion while ops wait
+// their turn joins them (naive_delete_later): it ran at once, and freed storage a queued op used.
 
 void EngineImpl::run_naive(OprBlock* op) {
-  std::lock_guard<std::recursive_mutex> lk(naive_mu_);
-  ++t_naive_op_depth;
-  struct Leave {
-    ~Leave() { --t_naive_op_depth; }
-  } leave;
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) {
     op->profiled = true;
     op->push_us = now_us();
   }
+  if (t_naive_op_depth > 0) {  // from inside an op that this thread runs
+    t_naive_deferred.push_back(NaiveItem{op, Var(), nullptr});
+    return;
+  }
+  {
+    std::unique_lock<std::mutex> lk(naive_mu_);
+    naive_cv_.wait(lk, [&] { return !naive_busy_ || naive_async_waiting_; });
+    if (naive_busy_) {  // another thread waits for an asynchronous op's Completion
+      naive_after_async_.push_back(NaiveItem{op, Var(), nullptr});
+      ++naive_queued_;
+      return;
+    }
+    naive_busy_ = true;
+  }
+  struct Idle {
+    EngineImpl* e;
+    ~Idle() {
+      {
+        std::lock_guard<std::mutex> lk(e->naive_mu_);
+        e->naive_busy_ = false;
+      }
+      e->naive_cv_.notify_all();
+    }
+  } idle{this};
+  run_naive_one(op);
+  while (!t_naive_deferred.empty()) {
+    NaiveItem next = std::move(t_naive_deferred.front());
+    t_naive_deferred.pop_front();
+    run_naive_item(next);
+  }
+}
+
+void EngineImpl::run_naive_item(NaiveItem& item) {
+  if (item.op) {
+    run_naive_one(item.op);
+  } else {
+    run_deleter(item.on_delete);
+    item.var = Var();
+  }
+}
+
+// Runs one op of the naive engine on this thread (naive_busy_ is ours).
+void EngineImpl::run_naive_one(OprBlock* op) {
+  ++t_naive_op_depth;
+  struct Leave {
+    ~Leave() { --t_naive_op_depth; }
+  } leave;
   {
     std::lock_guard<std::mutex> elk(err_mu_);
     for (int i = 0; i < op->nreads + op->nwrites && !op->error; ++i) op->error = op->acc[i].var->error;
@@ -1123,12 +1179,38 @@ void EngineImpl::run_naive(OprBlock* op) {
     run_async(op, -1, 1);  // one more reference, ours, so that the record outlives the wait
     if (!op->device.is_cpu()) flush_device(op->device);  // nothing is held in push order
     if (!skipped) {
-      // Debug mode runs everything in push order: wait here until the op has completed.
+      // Debug mode runs everything in push order: wait here until the op has completed, letting
+      // other threads' pushes queue meanwhile (the one that completes it may push first).
+      {
+        std::lock_guard<std::mutex> lk(naive_mu_);
+        naive_async_waiting_ = true;
+      }
+      naive_cv_.notify_all();
       while (op->async_pending.load(std::memory_order_acquire) != 0) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
       }
+      {
+        std::lock_guard<std::mutex> lk(naive_mu_);
+        naive_async_waiting_ = false;
+      }
       finished_all_.fetch_add(1, std::memory_order_relaxed);
       release_async(op);
+      // What other threads queued meanwhile, in order; deletions may still join (until none is
+      // left to run, naive_delete_later queues them behind).
+      for (;;) {
+        std::deque<NaiveItem> later;
+        {
+          std::lock_guard<std::mutex> lk(naive_mu_);
+          if (naive_after_async_.empty()) break;
+          later.swap(naive_after_async_);
+        }
+        for (NaiveItem& item : later) {
+          run_naive_item(item);
+          std::lock_guard<std::mutex> lk(naive_mu_);
+          --naive_queued_;
+        }
+      }
+      naive_cv_.notify_all();  // wait_naive_queue: what was queued has run
       return;
     }
   } else {
@@ -1136,6 +1218,28 @@ void EngineImpl::run_naive(OprBlock* op) {
   }
   free_op(op);
   finished_all_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A deletion in the naive engine while ops wait their turn (run_naive) goes behind them: on this
+// thread's list when it runs ops and has some waiting, else behind other threads' queued ones.
+// True if it was queued (var and on_delete taken).
+bool EngineImpl::naive_delete_later(Var& var, OpFunction& on_delete) {
+  if (t_naive_op_depth > 0 && !t_naive_deferred.empty()) {
+    t_naive_deferred.push_back(NaiveItem{nullptr, std::move(var), std::move(on_delete)});
+    return true;
+  }
+  std::lock_guard<std::mutex> lk(naive_mu_);
+  if (naive_queued_ == 0) return false;
+  naive_after_async_.push_back(NaiveItem{nullptr, std::move(var), std::move(on_delete)});
+  ++naive_queued_;
+  return true;
+}
+
+// A wait in the naive engine: ops that this thread pushed while an asynchronous op waited for
+// its Completion are queued (run_naive); what they write is ready once the queue has run.
+void EngineImpl::wait_naive_queue() {
+  std::unique_lock<std::mutex> lk(naive_mu_);
+  naive_cv_.wait(lk, [&] { return naive_queued_ == 0; });
 }
 
 // ---------------------------------------------------------------------------------------------

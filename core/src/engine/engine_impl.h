@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -31,6 +32,14 @@ namespace detail {
 void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit);
 
 struct OprBlock;
+// What the naive engine runs later, in order (run_naive): an op, or a variable's deletion
+// (op == nullptr), which must not free storage that a queued op before it uses.
+struct NaiveItem {
+  OprBlock* op = nullptr;
+  Var var;
+  OpFunction on_delete;
+};
+
 class EngineImpl;
 
 // An op's failure: the message of the asyncnd::Error that waits rethrow. Stored as a string, not an
@@ -539,6 +548,10 @@ class EngineImpl {
   // Wakes threads sleeping in waitall or in a bounded push, when one of them may proceed.
   void notify_done_waiters();
   void run_naive(OprBlock* op);
+  void run_naive_one(OprBlock* op);
+  void run_naive_item(NaiveItem& item);
+  bool naive_delete_later(Var& var, OpFunction& on_delete);
+  void wait_naive_queue();
 
   // Errors.
   static ErrorRef wrap_error(const OprBlock* op, std::exception_ptr e);
@@ -558,7 +571,15 @@ class EngineImpl {
   std::mutex pools_mu_;
   std::vector<std::unique_ptr<DevicePool>> other_pools_;  // GPU devices, made on first use
   std::atomic<int> n_other_pools_{0};  // other_pools_.size(), read without pools_mu_
-  std::recursive_mutex naive_mu_;
+  // The naive engine (run_naive): whether a thread runs ops, whether that run waits for an
+  // asynchronous op's Completion, what other threads pushed or deleted meanwhile (run after it),
+  // and how many of those have not run yet.
+  std::mutex naive_mu_;
+  std::condition_variable naive_cv_;
+  bool naive_busy_ = false;
+  bool naive_async_waiting_ = false;
+  std::deque<NaiveItem> naive_after_async_;
+  std::size_t naive_queued_ = 0;
 
   // Counters on two cache lines: pushers write the first, workers the second. Each count only
   // grows, and what is in flight is a difference (pushed - finished): a counter that both sides
