@@ -152,6 +152,7 @@ TEST_CASE("ops pushed from inside an op run after it, in push order, with either
           },
           {}, {out.var()});
     }
+    nd::waitall();  // the += is pushed when the op runs: a wait queued before it returns first
     CHECK(out.to_vector() == std::vector<float>(1000, 2.0f));
   }
   configure_engine({});

@@ -57,6 +57,49 @@ TEST_CASE("profiler records every op as Chrome trace JSON", "[engine][profiler]"
   }
 }
 
+// Three ways the trace went wrong: a restart while an op ran (its times on two clocks: negative
+// durations), an asynchronous op on its worker's track ("X" events that overlap without nesting),
+// and a name that is not UTF-8 (a JSON parser refused the whole file).
+TEST_CASE("profiler: a restart, asynchronous ops and names that are not UTF-8", "[engine][profiler]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var();
+  Gate gate;
+  eng.start_profiling();
+  eng.push([&] { gate.wait(); }, {}, {a}, PushOptions{Device{}, 0, "first"});
+  eng.push([] {}, {a}, {b}, PushOptions{Device{}, 0, "queued"});
+  sleep_ms(5);
+  eng.stop_profiling();
+  eng.start_profiling();  // both pushed in the previous recording: left out of this one
+  gate.open = true;
+  eng.push([] {}, {}, {c}, PushOptions{Device{}, 0, "bad\xff name \xe2\x82"});
+  std::thread completer;
+  eng.push_async(
+      [&](Completion done) {
+        completer = std::thread([d = std::move(done)]() mutable {
+          sleep_ms(5);
+          d.done();
+        });
+      },
+      {}, {a}, PushOptions{Device{}, 0, "async"});
+  eng.waitall();
+  completer.join();
+  const std::string json = eng.stop_profiling();
+  const auto events = eng.profile_events();
+  REQUIRE(events.size() == 2);
+  for (const ProfileEvent& e : events) {
+    INFO(e.name);
+    CHECK(e.start_us >= e.push_us);
+    CHECK(e.end_us >= e.start_us);
+    CHECK(e.name != "first");
+  }
+  CHECK(events[1].async);
+  CHECK(json.find("\"bad\\ufffd name \\ufffd\\ufffd\"") != std::string::npos);
+  CHECK(json.find("{\"ph\":\"b\",\"cat\":\"async op\",\"id\":1,\"name\":\"async\"") !=
+        std::string::npos);
+  CHECK(json.find("{\"ph\":\"e\",\"cat\":\"async op\",\"id\":1,\"name\":\"async\"") !=
+        std::string::npos);
+}
+
 TEST_CASE("stats count ops and bytes per device", "[engine]") {
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   const EngineStats s0 = eng.stats();

@@ -267,7 +267,9 @@ struct EngineStats {
   std::uint64_t pending = 0;   // pushed - finished
   std::uint64_t inflight_bytes = 0;  // bytes that queued work keeps alive (see
                                      // set_max_inflight; counted while a byte bound is set)
-  std::uint64_t live_vars = 0;       // variables whose handles or ops are still alive
+  // Variables whose handles or ops are still alive, of every engine in the process (a variable
+  // may outlive its engine, so each is counted where it is made and destroyed, process-wide).
+  std::uint64_t live_vars = 0;
   // The bounds in force (0 = none; see set_max_inflight), where the byte bound came from, and how
   // many pushes have waited on a bound (since the engine started).
   std::uint64_t max_inflight_ops = 0;
@@ -288,6 +290,10 @@ struct ProfileEvent {
   std::vector<std::uint64_t> reads, writes;  // Var::id()s
   bool failed = false;   // the op threw
   bool skipped = false;  // not run: an input was poisoned by an earlier failure
+  // An asynchronous op (push_async): start..end spans until its Completion, while the worker went
+  // on to other ops. The trace shows it as an async slice ("b"/"e"), not as a worker's op ("X"),
+  // which would overlap that worker's later ops without nesting.
+  bool async = false;
   // Empty for the engine's own events (an op on a worker, or inline). Otherwise the event is a
   // device-side span that a GPU backend recorded while profiling: when a launched kernel or copy
   // actually ran on the device (start_us, end_us; push_us = start_us, worker = -1, no reads or
@@ -361,7 +367,10 @@ class Engine {
   // Like push, but the op finishes when fn's Completion says so (done() or fail()) and fn has
   // returned, whichever comes last: for work that completes elsewhere (a device, another thread)
   // without holding a worker meanwhile. If fn throws, the op fails with that exception. In the
-  // naive engine, push_async returns only once the op has finished.
+  // naive engine, push_async returns only once the op has finished. The op counts toward the
+  // in-flight bound until its Completion: a thread that finishes it must not first push where
+  // the bound is reached (that push waits for the op, which waits for the thread); push after
+  // done(), or from inside an op, which never waits.
   void push_async(std::function<void(Completion)> fn, std::vector<Var> reads,
                   std::vector<Var> writes, PushOptions opts = {});
 
@@ -422,7 +431,9 @@ class Engine {
   EngineStats stats() const;
   void reset_peak_bytes();
 
-  // Starts recording every op (name, device, worker, push/start/end time, reads and writes).
+  // Starts recording every op (name, device, worker, push/start/end time, reads and writes) pushed
+  // from now on; a start while recording starts a new recording (ops pushed before it are left
+  // out, also those still running).
   void start_profiling();
   // Stops recording and returns the events as Chrome trace JSON (open it in Perfetto or
   // chrome://tracing). The events stay available through profile_events() until the next start.

@@ -408,6 +408,7 @@ template void EngineImpl::push<VarPtrs>(OpFunction, VarPtrs, VarPtrs, const Push
 void EngineImpl::submit(OprBlock* op, int priority) {
   if (profiling()) {
     op->profiled = true;
+    op->prof_session = prof_session_.load(std::memory_order_relaxed);
     op->push_us = now_us();
   }
   if (priority != 0) op->seq = seq_.fetch_add(1, std::memory_order_relaxed);
@@ -1121,6 +1122,7 @@ void EngineImpl::run_naive(OprBlock* op) {
   pushed_all_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) {
     op->profiled = true;
+    op->prof_session = prof_session_.load(std::memory_order_relaxed);
     op->push_us = now_us();
   }
   if (t_naive_op_depth > 0) {  // from inside an op that this thread runs

@@ -148,6 +148,7 @@ struct OprBlock {
   ErrorRef error;                         // inherited from a poisoned input; set at grant time
   double push_us = 0;                     // profiling only
   bool profiled = false;                  // pushed while the profiler ran
+  std::uint32_t prof_session = 0;         // which recording (start_profiling) it was pushed in
   // Asynchronous ops (push_async) finish when both fn has returned and the Completion was used
   // (async_pending); the record lives until both the call and the Completion object are gone
   // (async_refs).
@@ -660,6 +661,9 @@ class EngineImpl {
   // Profiler epoch, profiler_clock_ns(); atomic because workers read it while a new
   // profiling session starts.
   std::atomic<std::int64_t> t0_ns_{0};
+  // Counts start_profiling calls: an op pushed in an earlier recording is not recorded in this one
+  // (its times are on the earlier recording's clock: a restart gave negative durations).
+  std::atomic<std::uint32_t> prof_session_{0};
   mutable std::mutex prof_mu_;
   std::vector<ProfileEvent> events_;
 };

@@ -11,21 +11,56 @@ namespace detail {
 
 namespace {
 
+// The length of the well-formed multi-byte UTF-8 sequence at s[i] (2 to 4), or 0 if none is.
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = at(i);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range (RFC 3629, section 4)
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {  // no overlong form, no surrogate
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {  // no overlong form, nothing past U+10FFFF
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(i + k) < 0x80 || at(i + k) > 0xBF) return 0;
+  return n;
+}
+
+// A JSON string: quotes, backslashes and control characters escaped, and a byte that does not
+// start well-formed UTF-8 written as U+FFFD (an op named with one made the whole trace unreadable
+// to a JSON parser).
 void json_string(std::ostringstream& os, const std::string& s) {
   os << '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': os << "\\\""; break;
-      case '\\': os << "\\\\"; break;
-      case '\n': os << "\\n"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          os << buf;
-        } else {
-          os << c;
-        }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"') {
+      os << "\\\"";
+    } else if (c == '\\') {
+      os << "\\\\";
+    } else if (c == '\n') {
+      os << "\\n";
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      os << buf;
+    } else if (u < 0x80) {
+      os << c;
+    } else if (const std::size_t n = utf8_length(s, i)) {
+      os.write(s.data() + i, static_cast<std::streamsize>(n));
+      i += n - 1;
+    } else {
+      os << "\\ufffd";
     }
   }
   os << '"';
@@ -57,6 +92,7 @@ std::string thread_label(const ProfileEvent& e) {
 void EngineImpl::start_profiling() {
   std::lock_guard<std::mutex> lk(prof_mu_);
   events_.clear();
+  prof_session_.fetch_add(1, std::memory_order_relaxed);
   t0_ns_ = profiler_clock_ns();
   for (Backend* b : active_backends()) b->set_device_timing(true);
   profiling_.store(true);
@@ -64,10 +100,12 @@ void EngineImpl::start_profiling() {
 
 void EngineImpl::record_event(OprBlock* op, int worker, double start_us, double end_us,
                               bool failed, bool skipped) {
+  if (op->prof_session != prof_session_.load(std::memory_order_relaxed)) return;
   ProfileEvent e;
   e.name = op->name;
   e.device = op->device;
   e.worker = worker;
+  e.async = op->async;
   e.push_us = op->push_us;
   e.start_us = start_us;
   e.end_us = end_us;
@@ -138,19 +176,35 @@ std::string EngineImpl::stop_profiling() {
     json_string(os, thread_label(e));
     os << "}}";
   }
+  std::size_t async_id = 0;
   for (const ProfileEvent& e : events) {
     sep();
-    os << "{\"ph\":\"X\",\"cat\":\"" << (e.lane.empty() ? "op" : "device") << "\",\"name\":";
-    json_string(os, e.name);
-    os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
-       << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
-       << ",\"args\":{\"reads\":";
+    if (e.async) {
+      // An async slice: begin here with the op's arguments, end below (same id and name).
+      os << "{\"ph\":\"b\",\"cat\":\"async op\",\"id\":" << ++async_id << ",\"name\":";
+      json_string(os, e.name);
+      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
+         << ",\"ts\":" << e.start_us << ",\"args\":{\"reads\":";
+    } else {
+      os << "{\"ph\":\"X\",\"cat\":\"" << (e.lane.empty() ? "op" : "device") << "\",\"name\":";
+      json_string(os, e.name);
+      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
+         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
+         << ",\"args\":{\"reads\":";
+    }
     json_ids(os, e.reads);
     os << ",\"writes\":";
     json_ids(os, e.writes);
     os << ",\"queued_us\":" << (e.start_us - e.push_us) << ",\"failed\":"
        << (e.failed ? "true" : "false") << ",\"skipped\":" << (e.skipped ? "true" : "false")
        << "}}";
+    if (e.async) {
+      sep();
+      os << "{\"ph\":\"e\",\"cat\":\"async op\",\"id\":" << async_id << ",\"name\":";
+      json_string(os, e.name);
+      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
+         << ",\"ts\":" << e.end_us << "}";
+    }
   }
   os << "]}\n";
   return os.str();
