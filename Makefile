@@ -15,7 +15,7 @@
 #   make test-noblas    the native tests built without OpenBLAS (build-noblas/), as
 #                       -DASYNCND_WITH_OPENBLAS=OFF gives a user
 #   make test-x86-cpus  the native tests (build/) under qemu-x86_64 emulating older x86-64 CPUs:
-#                       Nehalem (no AVX) and Haswell (AVX2 and FMA, no AVX-512)
+#                       Nehalem (no AVX), Haswell (AVX2 and FMA, no AVX-512) and qemu's max
 #   make test-arm64     the library, tests and examples cross-built for 64-bit ARM (build-arm64/)
 #                       and the native suite run under qemu-user; installs the cross compiler,
 #                       qemu-user and the arm64 OpenBLAS first (adds arm64 to dpkg's architectures)

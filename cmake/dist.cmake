@@ -47,10 +47,11 @@ install(TARGETS asyncnd_dist EXPORT asyncndTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# How tests, the demo and the benchmark start ranks here: as root in containers, on 2 cores
-# (TOOLCHAIN.md, Open MPI). Harmless for a normal user.
+# How the tests start ranks here: as root in containers, on 2 cores (native/dist/README.md,
+# "Running MPI here"; make demo-dist and bench-dist use the Makefile's MPIRUN). Harmless for a
+# normal user.
 set(ASYNCND_MPIEXEC_FLAGS "--oversubscribe;--bind-to;none" CACHE STRING
-    "mpiexec flags for the dist tests, demo and benchmark (a ;-list)")
+    "mpiexec flags for the dist tests (a ;-list)")
 set(ASYNCND_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_btl_vader_single_copy_mechanism=none)
 
