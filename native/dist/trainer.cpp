@@ -84,10 +84,14 @@ struct DistributedTrainer::Impl {
   DistributedOptions options;
   std::vector<Bucket> buckets;
   std::size_t bytes = 0;
-  // CPU [2], per step: this rank's batch size and 1 if it refused the step (a batch size that is
-  // not positive, or a stale gradient), then, allreduced (sum), the global batch and the number
-  // of ranks that refused.
-  NDArray batch;
+  // The first bucket's flat array ends with kBatchTail more floats, per step: this rank's batch
+  // size and 1 if it refused the step (a batch size that is not positive, or a stale gradient);
+  // allreduced (sum) with the gradients, the global batch and the number of ranks that refused.
+  // Carried there rather than by a collective of their own: that one, issued first, held the
+  // buckets' allreduces behind it until every rank's worker had run the op filling it, and the
+  // share of the allreduce time hidden behind backward fell from 66-74% to 58-62% (2 ranks;
+  // native/dist/README.md, "DistributedTrainer").
+  static constexpr std::int64_t kBatchTail = 2;
   detail::StaleGradients stale;  // what each gradient was at the last step (nn::SGD's rule)
 };
 
@@ -175,12 +179,12 @@ DistributedTrainer::DistributedTrainer(std::vector<Parameter> params, float lear
       cap = options.bucket_bytes;
     }
   }
-  for (Impl::Bucket& b : impl_->buckets) {
-    std::int64_t n = 0;
+  for (std::size_t bi = 0; bi < impl_->buckets.size(); ++bi) {
+    Impl::Bucket& b = impl_->buckets[bi];
+    std::int64_t n = bi == 0 ? Impl::kBatchTail : 0;
     for (std::size_t k : b.params) n += ps[k].data().size();
     b.flat = nd::empty({n});
   }
-  impl_->batch = nd::empty({2});
   broadcast_parameters();
 }
 
@@ -225,20 +229,20 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       "change)");
   const bool refused = batch_size <= 0 || !stale.empty();
   const int ranks = dist::size();
-
-  // 0. The global batch: every rank's batch size, summed. The update divides by it, so ranks with
-  //    unequal shares (an epoch's last batch) apply the same update, the whole batch's SGD step.
-  //    (Each dividing by its own batch size made the copies of the model drift apart.)
-  {
-    float* b = writable(im.batch);
-    const float mine = refused ? 0.0f : static_cast<float>(batch_size);
-    const float flag = refused ? 1.0f : 0.0f;
-    PushOptions o;
-    o.name = "dist_batch_size";
-    o.priority = dist::kCollectivePriority;
-    engine().push([b, mine, flag] { b[0] = mine; b[1] = flag; }, {}, {im.batch.var()}, o);
-    dist::allreduce(im.batch, dist::Reduce::kSum);
+  if (im.buckets.empty()) {  // no parameter: nothing to reduce, nothing to update
+    if (refused) {
+      throw Error(std::string(kOp) + ": " +
+                  (batch_size <= 0 ? "batch_size must be positive, got " +
+                                         std::to_string(batch_size) : stale));
+    }
+    return;
   }
+  // The global batch: every rank's batch size, summed (the first bucket's tail, Impl). The update
+  // divides by it, so ranks with unequal shares (an epoch's last batch) apply the same update,
+  // the whole batch's SGD step. (Each dividing by its own batch size made the copies of the model
+  // drift apart.)
+  const float mine = refused ? 0.0f : static_cast<float>(batch_size);
+  const float flag = refused ? 1.0f : 0.0f;
 
   // The gradients as CPU arrays (a GPU gradient is copied to the host, queued).
   for (std::size_t k = 0; k < ps.size(); ++k)
@@ -247,7 +251,8 @@ void DistributedTrainer::step(std::int64_t batch_size) {
   // 1. Every bucket's pack and allreduce (sum), in bucket order: the order of the collectives,
   //    the same on every rank. Each pack runs as soon as backward has written its gradients, ahead
   //    of the backward ops still queued (priority), and its allreduce right after.
-  for (Impl::Bucket& b : im.buckets) {
+  for (std::size_t bi = 0; bi < im.buckets.size(); ++bi) {
+    Impl::Bucket& b = im.buckets[bi];
     std::vector<Var> reads;
     std::vector<const float*> src;
     std::vector<std::int64_t> len;
@@ -257,15 +262,20 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       len.push_back(host[k].size());
     }
     float* dst = writable(b.flat);
+    const bool tail = bi == 0;
     PushOptions o;
     o.name = "dist_bucket_pack";
     o.priority = dist::kCollectivePriority;
     engine().push(
-        [dst, src, len] {
+        [dst, src, len, tail, mine, flag] {
           std::int64_t off = 0;
           for (std::size_t i = 0; i < src.size(); ++i) {
             std::memcpy(dst + off, src[i], static_cast<std::size_t>(len[i]) * sizeof(float));
             off += len[i];
+          }
+          if (tail) {
+            dst[off] = mine;
+            dst[off + 1] = flag;
           }
         },
         std::move(reads), {b.flat.var()}, o);
@@ -279,7 +289,9 @@ void DistributedTrainer::step(std::int64_t batch_size) {
 
   // What every update reads of the global batch: alpha = lr / global batch, or a failure if a
   // rank refused. The same on every rank, so the copies of the model stay identical.
-  const float* total = im.batch.unsafe_data();
+  const NDArray& first = im.buckets[0].flat;
+  const Var batch_var = first.var();
+  const float* total = first.unsafe_data() + (first.size() - Impl::kBatchTail);
   const float lr = im.lr;
   auto alpha_of = [total, lr, ranks]() {
     if (total[1] > 0.0f)
@@ -338,7 +350,7 @@ void DistributedTrainer::step(std::int64_t batch_size) {
               }
             }
           },
-          {b.flat.var(), im.batch.var()}, std::move(writes), o);
+          {b.flat.var(), batch_var}, std::move(writes), o);
     }
     if (!gpu.empty() && !gpu_factor.defined()) {
       // w -= (lr * ranks / global batch) * averaged gradient, the factor known only once the
@@ -347,7 +359,7 @@ void DistributedTrainer::step(std::int64_t batch_size) {
       float* f = writable(gpu_factor);
       PushOptions u = o;
       u.name = "dist_update_factor";
-      engine().push([f, alpha_of, franks] { f[0] = alpha_of() * franks; }, {im.batch.var()},
+      engine().push([f, alpha_of, franks] { f[0] = alpha_of() * franks; }, {batch_var},
                     {gpu_factor.var()}, u);
     }
     for (std::size_t i : gpu) {  // GPU: out of the bucket on the host, copy, update there

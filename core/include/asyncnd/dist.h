@@ -156,8 +156,8 @@ struct DistributedOptions {
 
 // SGD for data-parallel training (Horovod's DistributedTrainer, PyTorch's DDP): each rank
 // computes gradients on its share of the batch; step() sums them over the ranks, one allreduce
-// per bucket, and applies w -= lr * summed_grad / global_batch (the ranks' batch sizes summed,
-// one more small allreduce), all queued: SGD on the whole batch, also where the shares differ. Because
+// per bucket, and applies w -= lr * summed_grad / global_batch (the ranks' batch sizes summed, at
+// the end of the first bucket), all queued: SGD on the whole batch, also where the shares differ. Because
 // backward() only queues, a bucket's allreduce starts the moment backward has written its last
 // gradient, while the rest of backward still runs: communication overlaps backward. Priorities
 // make the buckets' copies run ahead of queued backward ops and the first layers' updates (which
@@ -198,7 +198,7 @@ class DistributedTrainer {
   void set_learning_rate(float lr);  // throws asyncnd::Error, changing nothing, unless finite
   // The buckets: indices into the parameter list, in allreduce order.
   std::vector<std::vector<std::size_t>> buckets() const;
-  // Bytes allreduced by one step.
+  // Bytes of gradients allreduced by one step (the batch sizes ride along: 8 bytes more).
   std::size_t bytes_per_step() const;
 
   struct Impl;
