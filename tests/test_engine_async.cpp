@@ -137,7 +137,8 @@ TEST_CASE("ops pushed from inside an op run after it, in push order, with either
           order.push_back(1);
         },
         {}, {a});
-    eng.wait_to_read(a);
+    // waitall: a wait_to_read(a) queued before the outer op ran comes before the ops it pushes.
+    eng.waitall();
     CHECK(order == std::vector<int>{1, 2, 3, 4, 5});
     // An array dropped inside an op after an op on it was pushed there: freed after that op ran
     // (AddressSanitizer builds see a use after free otherwise).
