@@ -64,6 +64,17 @@ function numArg(op, what, v) {
   if (typeof v !== 'number') throw new Error(`${op}: ${what} must be a number, got ${show(v)}`);
   return v;
 }
+// What is wrong with an options object of `op` whose keys may be `allowed` (an Error to throw or
+// reject with), or null. A misspelt option would otherwise take its default silently.
+function optionsProblem(op, options, allowed) {
+  if (options === null || typeof options !== 'object') {
+    return new TypeError(`${op}: options must be an object, got ${show(options)}`);
+  }
+  const unknown = Object.keys(options).filter((k) => !allowed.includes(k));
+  if (!unknown.length) return null;
+  return new Error(`${op}: unknown option ${unknown.map(show).join(', ')} ` +
+                   `(${allowed.length === 1 ? 'the option is' : 'the options are'} ${allowed.join(', ')})`);
+}
 
 const nowS = () => (typeof performance !== 'undefined' ? performance.now() : Date.now()) / 1000;
 
@@ -905,13 +916,8 @@ function makeApi(M, threads, simd) {
       // { ignoreStaleGrad: true }.
       step(batchSize, options = {}) {
         intArg('SGD.step', 'batchSize', batchSize, 1, Number.MAX_SAFE_INTEGER);
-        if (options === null || typeof options !== 'object') {
-          throw new TypeError(`SGD.step: options must be an object, got ${show(options)}`);
-        }
-        const unknown = Object.keys(options).filter((k) => k !== 'ignoreStaleGrad');
-        if (unknown.length) {
-          throw new Error(`SGD.step: unknown option ${unknown.map(show).join(', ')} (the option is ignoreStaleGrad)`);
-        }
+        const problem = optionsProblem('SGD.step', options, ['ignoreStaleGrad']);
+        if (problem) throw problem;
         const ignore = options.ignoreStaleGrad === undefined ? false : options.ignoreStaleGrad;
         if (typeof ignore !== 'boolean') {
           throw new TypeError(`SGD.step: ignoreStaleGrad must be a boolean, got ${show(ignore)}`);
@@ -1181,15 +1187,9 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
 // Loading again with the same thread count, moduleUrl, module and pacing gives the same instance;
 // otherwise a separate module with its own engine and arrays.
 function load(options = {}) {
-  if (options === null || typeof options !== 'object') {
-    return Promise.reject(new TypeError(`load: options must be an object, got ${show(options)}`));
-  }
   // A misspelt option (`thread: 2`) would otherwise load with the default silently.
-  const unknown = Object.keys(options).filter((k) => !LOAD_OPTIONS.includes(k));
-  if (unknown.length) {
-    return Promise.reject(new Error(`load: unknown option ${unknown.map(show).join(', ')} (the options are ` +
-                                    `${LOAD_OPTIONS.join(', ')})`));
-  }
+  const problem = optionsProblem('load', options, LOAD_OPTIONS);
+  if (problem) return Promise.reject(problem);
   const threads = options.threads === undefined ? defaultThreads() : options.threads;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     return Promise.reject(new Error(`load: threads must be an integer from 1 to ${MAX_THREADS}, got ${show(threads)}`));

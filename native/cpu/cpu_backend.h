@@ -21,8 +21,9 @@ Backend& cpu_backend();
 std::string cpu_blas_corename();
 
 // Threads a GEMM may use (the thread policy in cpu_backend.cpp): OpenBLAS's count when it runs
-// the GEMMs (clamped to its build's maximum, 64 in Debian's), else our GEMM's: ASYNCND_BLAS_THREADS,
-// else OpenBLAS's own variables, else every CPU this process may use (cpu_gemm_threads_wanted).
+// the GEMMs (clamped to its build's maximum, 64 in Debian's), else our GEMM's:
+// ASYNCND_BLAS_THREADS, else OpenBLAS's own variables, else every CPU this process may use
+// (cpu_gemm_threads_wanted).
 int cpu_blas_threads();
 // That count before OpenBLAS's clamp: what our own GEMMs' pool is made with (gemm_threads.h).
 // Throws asyncnd::Error for a bad ASYNCND_BLAS_THREADS.

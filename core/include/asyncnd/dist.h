@@ -157,12 +157,13 @@ struct DistributedOptions {
 // SGD for data-parallel training (Horovod's DistributedTrainer, PyTorch's DDP): each rank
 // computes gradients on its share of the batch; step() sums them over the ranks, one allreduce
 // per bucket, and applies w -= lr * summed_grad / global_batch (the ranks' batch sizes summed, at
-// the end of the first bucket), all queued: SGD on the whole batch, also where the shares differ. Because
-// backward() only queues, a bucket's allreduce starts the moment backward has written its last
-// gradient, while the rest of backward still runs: communication overlaps backward. Priorities
-// make the buckets' copies run ahead of queued backward ops and the first layers' updates (which
-// the next forward pass needs first) run first. After step(), p.grad() holds the averaged
-// gradient (GPU gradients go through host memory: copy, allreduce, copy back, all queued).
+// the end of the first bucket), all queued: SGD on the whole batch, also where the shares
+// differ. Because backward() only queues, a bucket's allreduce starts the moment backward has
+// written its last gradient, while the rest of backward still runs: communication overlaps
+// backward. Priorities make the buckets' copies run ahead of queued backward ops and the first
+// layers' updates (which the next forward pass needs first) run first. After step(), p.grad()
+// holds the averaged gradient (GPU gradients go through host memory: copy, allreduce, copy back,
+// all queued).
 //
 // With one rank it computes exactly what nn::SGD does, refusing stale gradients as it does.
 // Thread safety: one thread, the one that pushes the rank's collectives.

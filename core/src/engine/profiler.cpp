@@ -179,19 +179,20 @@ std::string EngineImpl::stop_profiling() {
   std::size_t async_id = 0;
   for (const ProfileEvent& e : events) {
     sep();
-    if (e.async) {
-      // An async slice: begin here with the op's arguments, end below (same id and name).
-      os << "{\"ph\":\"b\",\"cat\":\"async op\",\"id\":" << ++async_id << ",\"name\":";
+    // An async op is an async slice: it begins here with the op's arguments and ends below (same
+    // id and name); any other op is one complete event.
+    const auto head = [&](const char* ph, double ts) {
+      os << "{\"ph\":\"" << ph << "\",\"cat\":\""
+         << (e.async ? "async op" : e.lane.empty() ? "op" : "device") << "\"";
+      if (e.async) os << ",\"id\":" << async_id;
+      os << ",\"name\":";
       json_string(os, e.name);
-      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
-         << ",\"ts\":" << e.start_us << ",\"args\":{\"reads\":";
-    } else {
-      os << "{\"ph\":\"X\",\"cat\":\"" << (e.lane.empty() ? "op" : "device") << "\",\"name\":";
-      json_string(os, e.name);
-      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
-         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
-         << ",\"args\":{\"reads\":";
-    }
+      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes) << ",\"ts\":" << ts;
+    };
+    if (e.async) ++async_id;
+    head(e.async ? "b" : "X", e.start_us);
+    if (!e.async) os << ",\"dur\":" << (e.end_us - e.start_us);
+    os << ",\"args\":{\"reads\":";
     json_ids(os, e.reads);
     os << ",\"writes\":";
     json_ids(os, e.writes);
@@ -200,10 +201,8 @@ std::string EngineImpl::stop_profiling() {
        << "}}";
     if (e.async) {
       sep();
-      os << "{\"ph\":\"e\",\"cat\":\"async op\",\"id\":" << async_id << ",\"name\":";
-      json_string(os, e.name);
-      os << ",\"pid\":" << pid_of(e.device) << ",\"tid\":" << tid_of(e, lanes)
-         << ",\"ts\":" << e.end_us << "}";
+      head("e", e.end_us);
+      os << "}";
     }
   }
   os << "]}\n";

@@ -346,11 +346,12 @@ void print_rec(std::ostream& os, const float* p, const Shape& shape, std::size_t
 
 std::ostream& operator<<(std::ostream& os, const NDArray& a) {
   detail::check_defined("print", a);
-  // The values of a device array are printed from a host copy (made after the wait, as in
-  // to_vector).
+  // The values of a device array are printed from a host copy, made after the array's own wait,
+  // as in to_vector.
+  const bool on_host = a.chunk()->backend->host_addressable();
   engine().wait_to_read(a.chunk()->var);
-  const NDArray host = a.chunk()->backend->host_addressable() ? a : a.copy_to(Device::cpu());
-  host.wait_to_read();
+  const NDArray host = on_host ? a : a.copy_to(Device::cpu());
+  if (!on_host) host.wait_to_read();
   const Shape& shape = a.shape();
   std::ostringstream s;
   if (shape.empty()) {
