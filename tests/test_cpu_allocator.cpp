@@ -6,6 +6,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -284,6 +286,75 @@ TEST_CASE("cpu allocator: a limit of 0 turns all caching off", "[alloc]") {
   asyncnd::engine().waitall();
   CHECK(stats().shared_bytes == 0);
   CHECK(stats().os_bytes <= s2.os_bytes);
+}
+
+// The header promises each thread drops its private blocks on its next call once caching is off;
+// only small calls did, so a thread making large arrays kept its small blocks.
+TEST_CASE("cpu allocator: with caching off, a thread's next large call drops its small blocks",
+          "[alloc]") {
+  asyncnd::engine().waitall();
+  std::mutex mu;
+  std::condition_variable cv;
+  int step = 0;  // 1: the thread holds private blocks; 2: caching is off; 3: it made a large call
+  auto go = [&](int s) {
+    std::lock_guard<std::mutex> l(mu);
+    step = s;
+    cv.notify_all();
+  };
+  auto await = [&](int s) {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return step >= s; });
+  };
+  std::size_t kept = 0;
+  std::thread t([&] {
+    const std::size_t before = stats().thread_bytes;
+    std::vector<void*> ps;
+    for (int i = 0; i < 20; ++i) ps.push_back(cpu().alloc(0, 256));
+    for (void* p : ps) cpu().free(0, p, 256);
+    kept = stats().thread_bytes - before;
+    go(1);
+    await(2);
+    void* big = cpu().alloc(0, 3 * kMiB);
+    cpu().free(0, big, 3 * kMiB);
+    go(3);
+  });
+  await(1);
+  CHECK(kept > 0);
+  {
+    LimitScope limit(0);
+    const std::size_t off = stats().thread_bytes;  // the thread's blocks are still its own
+    go(2);
+    await(3);
+    CHECK(stats().thread_bytes == off - kept);
+  }
+  t.join();
+}
+
+// Run by the test below in a child process whose ASYNCND_MAX_INFLIGHT_BYTES is bad: the engine,
+// made at the first array, throws for it. The array's block was allocated first, and leaked.
+TEST_CASE("cpu allocator: arrays refused for a bad engine variable (child)", "[.][bad-env-child]") {
+  if (std::getenv("ASYNCND_TEST_BAD_ENV_CHILD") == nullptr) {
+    SUCCEED("SKIPPED: run by the test below, in a child process");
+    return;
+  }
+  const std::size_t before = stats().os_bytes;
+  for (int i = 0; i < 20; ++i) {
+    CHECK_THROWS_WITH(asyncnd::nd::zeros({1 << 20}),
+                      Catch::Contains("ASYNCND_MAX_INFLIGHT_BYTES") && Catch::Contains("'12MB'"));
+  }
+  CHECK(stats().os_bytes == before);
+  std::printf("child done\n");
+}
+
+TEST_CASE("cpu allocator: an array refused for a bad engine variable keeps no memory",
+          "[alloc][errors]") {
+  int status = 0;
+  const std::string out = asyncnd_test::run_child(
+      "ASYNCND_TEST_BAD_ENV_CHILD=1 ASYNCND_MAX_INFLIGHT_BYTES=12MB",
+      "cpu allocator: arrays refused for a bad engine variable (child)", &status);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK(out.find("child done") != std::string::npos);
 }
 
 TEST_CASE("cpu allocator: cached bytes are not counted as in use by the engine", "[alloc]") {

@@ -471,6 +471,10 @@ TEST_CASE("memory_limit_from: the cgroup's limit when below physical memory, els
   check(memory_limit_from("", "536870912", phys), 512ull << 20, BoundSource::kCgroup);
   check(memory_limit_from("1073741824", nullptr, 0), 1ull << 30, BoundSource::kCgroup);
   check(memory_limit_from(nullptr, nullptr, 0), 0, BoundSource::kNone);
+  // ... and "unlimited" is none where physical memory is unknown, as "max" is (it was taken for an
+  // 8 EiB limit, and the default bound came out as 512 MiB "from the cgroup").
+  check(memory_limit_from(nullptr, "9223372036854771712\n", 0), 0, BoundSource::kNone);
+  check(memory_limit_from("max", nullptr, 0), 0, BoundSource::kNone);
 
   const MemoryLimit here = program_memory_limit();
   INFO("this machine: " << here.bytes << " bytes, " << bound_source_name(here.source));

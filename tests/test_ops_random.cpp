@@ -126,6 +126,16 @@ TEST_CASE("the batch kernel equals the scalar definition on any range", "[ops][r
   }
   CHECK(worst_log < 1e-6);
   CHECK(worst_trig < 1e-6);
+  // kNormalMaxZ bounds every draw (random_normal's parameter check relies on it), and tightly:
+  // the radius is largest at the smallest u1 (x0 = 0), at any angle.
+  float furthest = 0;
+  for (std::uint32_t x1 = 0; x1 < (1u << 24); x1 += 4093) {
+    float z0, z1;
+    k::box_muller(0u, x1 << 8, &z0, &z1);
+    furthest = std::max({furthest, std::fabs(z0), std::fabs(z1)});
+  }
+  CHECK(furthest <= k::kNormalMaxZ);
+  CHECK(furthest > 5.76f);
 }
 
 TEST_CASE("each call takes the next stream of the seed", "[ops][random]") {
@@ -143,7 +153,14 @@ TEST_CASE("each call takes the next stream of the seed", "[ops][random]") {
                  {"random_uniform: expects finite lo <= hi with hi - lo finite in float, got "
                   "lo=3 hi=1"});
     expect_error([] { nd::random_normal({2}, 0.0f, -1.0f); },
-                 {"random_normal: expects a finite mean and stddev >= 0, got mean=0 stddev=-1"});
+                 {"random_normal: expects a finite mean and stddev >= 0 with |mean| + 5.77 stddev "
+                  "within float's range (no draw is further from the mean), got mean=0 stddev=-1"});
+    // The refused values print apart, though they are one float step from each other.
+    expect_error([] { nd::random_uniform({2}, 1.0000001f, 1.0f); },
+                 {"got lo=1.0000001 hi=1"});
+    // Finite parameters whose draws would not be: refused like random_uniform's too-wide bounds.
+    expect_error([] { nd::random_normal({2}, 0.0f, 1e38f); }, {"random_normal", "stddev=1e+38"});
+    expect_error([] { nd::random_normal({2}, 3e38f, 1e37f); }, {"random_normal", "mean=3e+38"});
     expect_error([] { nd::random_normal({-2}); }, {"random_normal: shape [-2] has a negative"});
     expect_error([] { nd::random_uniform({2}, 0, 1, Device::gpu(kAbsentGpu)); },
                  {"random_uniform: no device gpu(4000)"});

@@ -64,6 +64,16 @@ function numArg(op, what, v) {
   if (typeof v !== 'number') throw new Error(`${op}: ${what} must be a number, got ${show(v)}`);
   return v;
 }
+// A float parameter (a random distribution's, an initialiser's scale), checked as given: the
+// module takes float32, and rounding first would accept 1 - 1e-9 > 1 as 1 and -1e-50 as -0, or
+// report 1e39 as inf. NaN and infinities go through to the module's own check.
+function floatParam(op, what, v) {
+  numArg(op, what, v);
+  if (Number.isFinite(v) && !Number.isFinite(Math.fround(v))) {
+    throw new Error(`${op}: ${what} must be within float32's range, got ${v}`);
+  }
+  return v;
+}
 // What is wrong with an options object of `op` whose keys may be `allowed` (an Error to throw or
 // reject with), or null. A misspelt option would otherwise take its default silently.
 function optionsProblem(op, options, allowed) {
@@ -594,10 +604,18 @@ function makeApi(M, threads, simd) {
       return wrap(M.fromArray(values, shape));
     },
     random: {
-      normal: (shape, mean = 0, std = 1) => wrap(M.randomNormal(
-        shapeArg(shape, 'random.normal'), numArg('random.normal', 'mean', mean), numArg('random.normal', 'std', std))),
-      uniform: (shape, lo = 0, hi = 1) => wrap(M.randomUniform(
-        shapeArg(shape, 'random.uniform'), numArg('random.uniform', 'lo', lo), numArg('random.uniform', 'hi', hi))),
+      normal: (shape, mean = 0, std = 1) => {
+        const op = 'random.normal';
+        floatParam(op, 'mean', mean);
+        if (floatParam(op, 'std', std) < 0) throw new Error(`${op}: std must be >= 0, got ${std}`);
+        return wrap(M.randomNormal(shapeArg(shape, op), mean, std));
+      },
+      uniform: (shape, lo = 0, hi = 1) => {
+        const op = 'random.uniform';
+        floatParam(op, 'lo', lo);
+        if (floatParam(op, 'hi', hi) < lo) throw new Error(`${op}: expects lo <= hi, got lo=${lo} hi=${hi}`);
+        return wrap(M.randomUniform(shapeArg(shape, op), lo, hi));
+      },
     },
     seed: (s) => { check(M.seed(intArg('seed', 'the seed', s, 0, Number.MAX_SAFE_INTEGER))); },
 
@@ -823,7 +841,9 @@ function makeApi(M, threads, simd) {
         if (scale === undefined) scale = init === 'normal' ? 0.01 : 0.07;
         intArg('nn.Dense', 'units', units, 1, Number.MAX_SAFE_INTEGER);
         intArg('nn.Dense', 'inUnits', inUnits, 0, Number.MAX_SAFE_INTEGER);
-        numArg('nn.Dense', 'scale', scale);
+        if (floatParam('nn.Dense', 'scale', scale) < 0 && init !== 'xavier') {
+          throw new Error(`nn.Dense: the initialiser's scale must be finite and >= 0, got ${scale}`);
+        }
         super(M.nnDense(units, String(activation || ''), !!useBias, inUnits, INIT[init], scale));
         this._params = null;
       }

@@ -452,14 +452,14 @@ void* CachingAllocator::Impl::alloc(std::size_t bytes) {
   if (p == nullptr) throw_oom(bytes);
   return p;
 #else
+  const bool caching = limit() != 0;
+  if (!caching) drop_thread_cache();  // any call, small or large, as the header says
   if (bytes <= kSmallMax) {
     const int c = class_of(bytes);
-    if (limit() != 0) {
+    if (caching) {
       if (ThreadCache* tc = thread_cache()) {
         if (void* p = tc->alloc(c)) return p;
       }
-    } else {
-      drop_thread_cache();
     }
     return os_alloc(class_size(c), bytes);
   }
@@ -476,15 +476,15 @@ void CachingAllocator::Impl::free(void* p, std::size_t bytes) noexcept {
   (void)bytes;
   std::free(p);
 #else
+  const bool caching = limit() != 0;
+  if (!caching) drop_thread_cache();
   if (bytes <= kSmallMax) {
     const int c = class_of(bytes);
-    if (limit() != 0) {
+    if (caching) {
       if (ThreadCache* tc = thread_cache()) {
         tc->free(c, p);
         return;
       }
-    } else {
-      drop_thread_cache();
     }
     os_free(p, class_size(c));
     return;

@@ -15,8 +15,9 @@ namespace detail {
 // Blocks. Every block is one std::aligned_alloc(64, rounded) of its own, so any cached block can
 // go back to the OS alone (std::free) at any time.
 //   - Small, bytes <= kSmallMax: rounded up to a multiple of 64 (64 classes). Each thread keeps
-//     up to two chains per class (a chain: up to 64 blocks, ~16 KiB for the larger classes; so
-//     at most 2 MiB per thread over all 64 classes, a few KiB in practice). Chains move between a
+//     up to two chains per class (a chain: up to 64 blocks, ~16 KiB for the larger classes) and
+//     its four most recent frees (so at most about 2.4 MiB per thread over all 64 classes, a few
+//     KiB in practice). Chains move between a
 //     thread and the shared per-class lists whole, under that class's mutex: arrays are made on
 //     the frontend thread and freed on an engine worker, and a chain crosses once per 64 blocks.
 //   - Large, bytes > kSmallMax: rounded up to a multiple of 4 KiB and reused only by a request

@@ -147,6 +147,27 @@ test('full with a fill value that is not a number is an Error naming full', asyn
   });
 });
 
+// The module takes float32: checked before the rounding, these were accepted (1 - 1e-9 < 1 read
+// as 1, -1e-50 as -0) or refused naming inf for a finite value.
+test('random parameters and initialiser scales are checked as given, before float32', async () => {
+  const nd = await loading;
+  refused(nd, () => nd.random.uniform([3], 1, 1 - 1e-9), /^random\.uniform: expects lo <= hi, got lo=1 hi=0\.999999999$/);
+  refused(nd, () => nd.random.uniform([3], 0, 1e39), /^random\.uniform: hi must be within float32's range, got 1e\+39$/);
+  refused(nd, () => nd.random.normal([3], 0, -1e-50), /^random\.normal: std must be >= 0, got -1e-50$/);
+  refused(nd, () => nd.random.normal([3], -1e39, 1), /^random\.normal: mean must be within float32's range, got -1e\+39$/);
+  // Finite float32 parameters whose draws overflow are the module's to refuse.
+  refused(nd, () => nd.random.normal([3], 0, 1e38), /^random_normal: .* got mean=0 stddev=1e\+38$/);
+  assert.throws(() => nd.nn.Dense(2, '', { scale: -1e-50 }),
+                /^Error: nn\.Dense: the initialiser's scale must be finite and >= 0, got -1e-50$/);
+  assert.throws(() => nd.nn.Dense(2, '', { init: 'normal', scale: 1e39 }),
+                /^Error: nn\.Dense: scale must be within float32's range, got 1e\+39$/);
+  assert.throws(() => nd.nn.Dense(2, '', { scale: 3e38 }), /^Error: Dense: the initialiser's scale 3e\+38 is too large/);
+  nd.tidy(() => {
+    assert.deepEqual(nd.random.uniform([2], 0.5, 0.5).toArray(), [0.5, 0.5]);
+    assert.deepEqual(nd.random.normal([2], 2, 0).toArray(), [2, 2]);
+  });
+});
+
 test('typed arrays that are not numbers and bounds that are not an object are refused', async () => {
   const nd = await loading;
   // A DataView read as an empty array; a BigInt64Array failed inside Float32Array.from.

@@ -87,6 +87,22 @@ const Parameter::State& state_of(const std::shared_ptr<Parameter::State>& s, con
   if (!s) throw Error(std::string(op) + ": parameter handle is empty");
   return *s;
 }
+
+// What is wrong with drawing a weight from `init` ("" if nothing): asked before the draw, so that
+// the error names the layer or parameter, not random_uniform or random_normal. Xavier's scale
+// comes from the shape and is always drawable.
+std::string init_problem(const Init& init) {
+  if (init.kind == Init::Kind::kXavier) return "";
+  const float s = init.scale;
+  if (!(std::isfinite(s) && s >= 0.0f))
+    return "the initialiser's scale must be finite and >= 0, got " + detail::num_text(s);
+  const std::string draw = init.kind == Init::Kind::kNormal
+                               ? detail::random_normal_problem(0.0f, s)
+                               : detail::random_uniform_problem(-s, s);
+  if (draw.empty()) return "";
+  return "the initialiser's scale " + detail::num_text(s) + " is too large to draw in float (" +
+         (init.kind == Init::Kind::kNormal ? "random_normal " : "random_uniform ") + draw + ")";
+}
 }  // namespace
 
 const std::string& Parameter::name() const { return state_of(s_, "Parameter::name").name; }
@@ -112,9 +128,12 @@ void Parameter::initialize(const Shape& shape, const Init& init, Device device) 
   if (!fits)
     throw Error(std::string(kOp) + ": parameter '" + s_->name + "' " + shape_str(s_->shape) +
                 " cannot take the shape " + shape_str(shape));
+  const bool is_bias = shape.size() == 1;
+  const std::string problem = is_bias ? "" : init_problem(init);
+  if (!problem.empty())
+    throw Error(std::string(kOp) + ": parameter '" + s_->name + "': " + problem);
   autograd::Pause pause;
   NDArray v;
-  const bool is_bias = shape.size() == 1;
   if (is_bias) {
     v = nd::zeros(shape, device);
   } else if (init.kind == Init::Kind::kNormal) {
@@ -299,11 +318,9 @@ Dense::Dense(std::int64_t units, const std::string& activation, bool use_bias,
       activation != "tanh")
     throw Error(std::string(kOp) + ": unknown activation '" + activation +
                 "' (expected \"\", \"relu\", \"sigmoid\" or \"tanh\")");
-  // Checked here, not when a deferred weight is made at the first forward pass, where the error
-  // named random_uniform or random_normal.
-  if (init.kind != Init::Kind::kXavier && !(std::isfinite(init.scale) && init.scale >= 0.0f))
-    throw Error(std::string(kOp) + ": the initialiser's scale must be finite and >= 0, got " +
-                std::to_string(init.scale));
+  // Checked here, not only when a deferred weight is made at the first forward pass.
+  const std::string problem = init_problem(init);
+  if (!problem.empty()) throw Error(std::string(kOp) + ": " + problem);
   auto d = std::make_shared<DenseImpl>();
   const std::string prefix = "dense" + std::to_string(g_dense_count++) + "_";
   d->units = units;

@@ -114,9 +114,12 @@ MemoryLimit memory_limit_from(const char* cgroup_v2, const char* cgroup_v1,
       if (v > (UINT64_MAX - 9) / 10) break;  // overflowing: no usable limit
       v = v * 10 + static_cast<std::uint64_t>(*c - '0');
     }
-    // "max" (v2) has no digits; v1's "unlimited" is about 2^63, above any physical memory.
+    // "max" (v2) has no digits; v1's "unlimited" is about 2^63 (a page-rounded LONG_MAX): 2^62
+    // or more is no limit, even where physical memory is unknown.
     const bool number = c != text && (*c == '\0' || *c == '\n');
-    if (number && v > 0 && (physical == 0 || v < physical)) m = {v, BoundSource::kCgroup};
+    const bool unlimited = v >= (std::uint64_t(1) << 62);
+    if (number && v > 0 && !unlimited && (physical == 0 || v < physical))
+      m = {v, BoundSource::kCgroup};
     if (number || std::strncmp(text, "max", 3) == 0) break;  // the first readable file decides
   }
   return m;

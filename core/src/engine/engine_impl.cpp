@@ -74,6 +74,8 @@ bool EngineImpl::inside_op() const {
 
 EngineImpl::EngineImpl(EngineOptions options) {
   check_options(options);
+  out_of_memory_error();  // made now, while there is memory to make it
+  errors_.reserve(16);
   t0_ns_ = profiler_clock_ns();
   for (int i = 0; i < kDeviceKindCount * kIdsPerKind; ++i) {
     mem_[i].device = Device{static_cast<DeviceKind>(i / kIdsPerKind), i % kIdsPerKind};
@@ -794,9 +796,20 @@ void EngineImpl::release_async(OprBlock* op) {
   if (op->async_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) free_op(op);
 }
 
-ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) {
-  return std::make_shared<const std::string>(std::string(op->name) + " failed on " +
-                                             op->device.str() + ": " + what);
+ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) noexcept {
+  try {
+    return std::make_shared<const std::string>(std::string(op->name) + " failed on " +
+                                               op->device.str() + ": " + what);
+  } catch (...) {
+    return out_of_memory_error();
+  }
+}
+
+ErrorRef EngineImpl::out_of_memory_error() noexcept {
+  // Made with the first engine (EngineImpl's constructor asks), while memory is there.
+  static const ErrorRef e = std::make_shared<const std::string>(
+      "an op failed, and there was no memory left to say which or why (out of memory)");
+  return e;
 }
 
 void EngineImpl::finish(OprBlock* op, bool recycle) {
@@ -954,9 +967,11 @@ void EngineImpl::waitall() {
   std::size_t count = 0;
   {
     std::lock_guard<std::mutex> lk(err_mu_);
-    count = errors_.size();
-    if (count) first = errors_.front();
+    count = errors_.size() + errors_unlisted_;
+    if (!errors_.empty()) first = errors_.front();
+    if (!first && count) first = out_of_memory_error();
     errors_.clear();
+    errors_unlisted_ = 0;
   }
   if (!first) return;
   if (count == 1) throw Error(*first);
@@ -1003,7 +1018,7 @@ void EngineImpl::delete_marked(Var var, OpFunction on_delete, std::size_t bytes,
     }
   }
   if (small) {
-    defer_delete(std::move(var), std::move(on_delete));
+    defer_delete(std::move(var), std::move(on_delete), bytes);
   } else {
     delete_when_idle(std::move(var), std::move(on_delete), bytes);
   }
@@ -1046,7 +1061,7 @@ void EngineImpl::delete_when_idle(Var var, OpFunction on_delete, std::size_t byt
 // Waiting on the variable instead cost two line transfers more per op (the pusher's kAttention on
 // the worker's line, the worker's lock on the pusher's), and asking at once one exposed transfer
 // (bench/notes/per-op.md, "E5 on the Zen 4").
-void EngineImpl::defer_delete(Var var, OpFunction on_delete) noexcept {
+void EngineImpl::defer_delete(Var var, OpFunction on_delete, std::size_t bytes) noexcept {
   DeferredDelete oldest;
   {
     std::lock_guard<SpinLock> lk(deferred_lock_);
@@ -1056,7 +1071,7 @@ void EngineImpl::defer_delete(Var var, OpFunction on_delete) noexcept {
       --deferred_count_;
     }
     deferred_[(deferred_first_ + deferred_count_) % kDeferred] =
-        DeferredDelete{std::move(var), std::move(on_delete)};
+        DeferredDelete{std::move(var), std::move(on_delete), bytes};
     ++deferred_count_;
     // The next to go: its count of completed accesses, which a worker wrote, is fetched now, in
     // the background, rather than waited for then.
@@ -1078,7 +1093,7 @@ void EngineImpl::retire_deferred(DeferredDelete& d) noexcept {
     run_deleter(d.on_delete);
     d.var = Var();
   } else {
-    delete_when_idle(std::move(d.var), std::move(d.on_delete), 0);
+    delete_when_idle(std::move(d.var), std::move(d.on_delete), d.bytes);
   }
 }
 
@@ -1247,18 +1262,20 @@ void EngineImpl::wait_naive_queue() {
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-ErrorRef EngineImpl::wrap_error(const OprBlock* op, std::exception_ptr e) {
-  std::string what;
+ErrorRef EngineImpl::wrap_error(const OprBlock* op, std::exception_ptr e) noexcept {
   try {
-    std::rethrow_exception(e);
-  } catch (const std::bad_alloc&) {  // a kernel's own buffer (a GEMM's packing): say what it was
-    what = "out of memory (std::bad_alloc)";
-  } catch (const std::exception& ex) {
-    what = ex.what();
-  } catch (...) {
-    what = "unknown exception (not derived from std::exception)";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {  // a kernel's own buffer (a GEMM's packing): say so
+      return op_error(op, "out of memory (std::bad_alloc)");
+    } catch (const std::exception& ex) {
+      return op_error(op, ex.what());
+    } catch (...) {
+      return op_error(op, "unknown exception (not derived from std::exception)");
+    }
+  } catch (...) {  // the std::string of `what` could not be made
+    return out_of_memory_error();
   }
-  return op_error(op, what);
 }
 
 void EngineImpl::set_error(VarBlock* v, const ErrorRef& e) {
@@ -1279,9 +1296,13 @@ ErrorRef EngineImpl::take_error(VarBlock* v) {
   return e;
 }
 
-void EngineImpl::record_error(ErrorRef e) {
+void EngineImpl::record_error(ErrorRef e) noexcept {
   std::lock_guard<std::mutex> lk(err_mu_);
-  errors_.push_back(std::move(e));
+  try {
+    errors_.push_back(std::move(e));
+  } catch (...) {
+    ++errors_unlisted_;  // still counted: waitall reports it
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

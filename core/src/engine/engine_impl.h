@@ -442,7 +442,10 @@ class EngineImpl {
   void complete_async(OprBlock* op, ErrorRef err);
   void arrive_async(OprBlock* op);  // one of the two parties is done
   void release_async(OprBlock* op);
-  static ErrorRef op_error(const OprBlock* op, const std::string& what);
+  // "<op> failed on <device>: <what>". Never throws: where the message cannot be allocated (the
+  // heap is full, as in WebAssembly), the shared out_of_memory_error() stands for it.
+  static ErrorRef op_error(const OprBlock* op, const std::string& what) noexcept;
+  static ErrorRef out_of_memory_error() noexcept;
   static OprBlock* current_async_op();
   void wait_to_read(const Var& v);
   void waitall();
@@ -537,11 +540,12 @@ class EngineImpl {
   struct DeferredDelete {
     Var var;
     OpFunction on_delete;
+    std::size_t bytes = 0;  // delete_var's: counted toward the byte bound if it must wait
   };
   // delete_var's work once v is marked deleted.
   void delete_marked(Var var, OpFunction on_delete, std::size_t bytes, bool may_defer) noexcept;
   void delete_when_idle(Var var, OpFunction on_delete, std::size_t bytes) noexcept;
-  void defer_delete(Var var, OpFunction on_delete) noexcept;
+  void defer_delete(Var var, OpFunction on_delete, std::size_t bytes) noexcept;
   void retire_deferred(DeferredDelete& d) noexcept;
   void retire_all_deferred() noexcept;
   // Takes `bytes` off the in-flight count (the caller then calls notify_done_waiters).
@@ -555,13 +559,17 @@ class EngineImpl {
   void wait_naive_queue();
 
   // Errors.
-  static ErrorRef wrap_error(const OprBlock* op, std::exception_ptr e);
+  // A failure's handling allocates nothing that can fail: it runs on a worker, where an exception
+  // escaping would end the process, and most often when memory ran out.
+  static ErrorRef wrap_error(const OprBlock* op, std::exception_ptr e) noexcept;
   void set_error(VarBlock* v, const ErrorRef& e);  // caller holds no var lock
   ErrorRef take_error(VarBlock* v);               // clears; caller holds v->lock
-  void record_error(ErrorRef e);
+  void record_error(ErrorRef e) noexcept;
 
   void record_event(OprBlock* op, int worker, double start_us, double end_us, bool failed,
-                    bool skipped);
+                    bool skipped) noexcept;
+  void record_event_or_throw(OprBlock* op, int worker, double start_us, double end_us,
+                             bool failed, bool skipped);
   double now_us() const;
 
   EngineOptions options_;  // as given to start(): what reconfigure restores if the new one fails
@@ -621,6 +629,7 @@ class EngineImpl {
 
   mutable std::mutex err_mu_;
   std::vector<ErrorRef> errors_;  // failures not yet rethrown
+  std::size_t errors_unlisted_ = 0;  // failures errors_ had no room for (out of memory)
 
   struct DeviceMem {
     Device device;
@@ -666,6 +675,7 @@ class EngineImpl {
   std::atomic<std::uint32_t> prof_session_{0};
   mutable std::mutex prof_mu_;
   std::vector<ProfileEvent> events_;
+  std::atomic<std::uint64_t> events_lost_{0};  // record_event's, out of memory
 };
 
 // How the library's own code reaches an Engine's EngineImpl (Engine befriends it):

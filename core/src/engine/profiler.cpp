@@ -92,6 +92,7 @@ std::string thread_label(const ProfileEvent& e) {
 void EngineImpl::start_profiling() {
   std::lock_guard<std::mutex> lk(prof_mu_);
   events_.clear();
+  events_lost_.store(0, std::memory_order_relaxed);
   prof_session_.fetch_add(1, std::memory_order_relaxed);
   t0_ns_ = profiler_clock_ns();
   for (Backend* b : active_backends()) b->set_device_timing(true);
@@ -99,8 +100,19 @@ void EngineImpl::start_profiling() {
 }
 
 void EngineImpl::record_event(OprBlock* op, int worker, double start_us, double end_us,
-                              bool failed, bool skipped) {
+                              bool failed, bool skipped) noexcept {
   if (op->prof_session != prof_session_.load(std::memory_order_relaxed)) return;
+  try {
+    record_event_or_throw(op, worker, start_us, end_us, failed, skipped);
+  } catch (const std::bad_alloc&) {
+    // Out of memory on a worker: the op's own outcome matters more than its line in the trace,
+    // and an exception here would end the process. The trace says how many it lost.
+    events_lost_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void EngineImpl::record_event_or_throw(OprBlock* op, int worker, double start_us, double end_us,
+                                       bool failed, bool skipped) {
   ProfileEvent e;
   e.name = op->name;
   e.device = op->device;
@@ -149,7 +161,11 @@ std::string EngineImpl::stop_profiling() {
   std::ostringstream os;
   os.precision(3);
   os << std::fixed;
-  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  os << "{\"displayTimeUnit\":\"ms\",";
+  // Ops a worker could not record for want of memory (record_event): said, not hidden.
+  if (const std::uint64_t lost = events_lost_.load(std::memory_order_relaxed))
+    os << "\"otherData\":{\"ops_not_recorded_out_of_memory\":" << lost << "},";
+  os << "\"traceEvents\":[";
   bool first = true;
   auto sep = [&] {
     if (!first) os << ",\n";

@@ -126,6 +126,9 @@ ASYNCND_HD inline float sqrt_nonneg(float y) {
 
 // Box-Muller on two words: (r cos(theta), r sin(theta)), r = sqrt(-2 ln u1), u1 in (0, 1] so the
 // log is finite, theta = 2 pi u2.
+// No draw is further than kNormalMaxZ from 0: r is largest at u1 = 2^-24, sqrt(48 ln 2) = 5.7683
+// (with log_unit's and sqrt_nonneg's rounding; test_ops_random.cpp checks it).
+constexpr float kNormalMaxZ = 5.77f;
 ASYNCND_HD inline void box_muller(std::uint32_t x0, std::uint32_t x1, float* z0, float* z1) {
   const float u1 = static_cast<float>((x0 >> 8) + 1u) * (1.0f / 16777216.0f);
   const float r = sqrt_nonneg(-2.0f * log_unit(u1));

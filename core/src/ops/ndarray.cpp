@@ -77,6 +77,9 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
   // path (E5 makes one per op), so that backend is looked up once. Backends are never destroyed.
   static Backend* const cpu0 = &backend_for(Device::cpu(), op);
   backend = dev == Device::cpu() ? cpu0 : &backend_for(dev, op);
+  // The engine first: made at the first array, it throws for a bad ASYNCND_* variable, which
+  // after the allocation below leaked the block.
+  Engine& eng = engine();
   if (nbytes > 0) {
     try {
       data = static_cast<float*>(backend->alloc(dev.id, nbytes));
@@ -85,14 +88,14 @@ Chunk::Chunk(Device dev, std::size_t nbytes, const char* op) : device(dev) {
       throw Error(std::string(op) + ": " + e.what());
     }
     bytes = nbytes;
-    detail::EngineAccess::impl(engine()).note_alloc(dev, nbytes);
+    detail::EngineAccess::impl(eng).note_alloc(dev, nbytes);
   }
   try {
-    var = engine().new_var();
+    var = eng.new_var();
   } catch (...) {
     if (data) {
       backend->free(dev.id, data, bytes);
-      detail::EngineAccess::impl(engine()).note_free(dev, bytes);
+      detail::EngineAccess::impl(eng).note_free(dev, bytes);
     }
     throw;
   }

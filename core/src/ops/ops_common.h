@@ -21,6 +21,15 @@
 namespace asyncnd {
 namespace detail {
 
+// The shortest text that reads back as v, for error messages ("2.5", "-0.1", "1e-46").
+std::string num_text(double v);
+std::string num_text(float v);
+
+// What is wrong with random_uniform's bounds or random_normal's parameters ("" if nothing), for
+// callers that draw later and name themselves (nn's initialisers).
+std::string random_uniform_problem(float lo, float hi);
+std::string random_normal_problem(float mean, float stddev);
+
 // "<op>: array is empty (default-constructed)" for a handle that holds no array.
 void check_defined(const char* op, const NDArray& a);
 // "<op>: arrays on different devices: cpu(0) and gpu(0)".

@@ -14,6 +14,30 @@
 #include "ops/ops_common.h"
 
 namespace asyncnd {
+
+namespace detail {
+
+// The shortest text that reads back as v ("2.5", "3", "1e-46"; to_string wrote 1e-46 as "0").
+std::string num_text(double v) {
+  char buf[32];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::isnan(v) || std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// The same for a float: -0.1f is "-0.1"; two floats never print alike (9 digits tell them apart).
+std::string num_text(float v) {
+  char buf[32];
+  for (int digits = 6; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+    if (std::isnan(v) || std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace detail
 namespace nd {
 
 namespace {
@@ -27,16 +51,6 @@ NDArray filled(const char* op, Shape shape, float value, Device device) {
   c.fill.value = value;
   detail::push_kernel(op, c, out, {});
   return out;
-}
-
-// The shortest text that reads back as v ("2.5", "3", "1e-46"; to_string wrote 1e-46 as "0").
-std::string num(double v) {
-  char buf[32];
-  for (int digits = 6; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::isnan(v) || std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
 }
 
 }  // namespace
@@ -57,15 +71,16 @@ NDArray full(Shape shape, float value, Device device) {
 
 NDArray arange(double start, double stop, double step, Device device) {
   static const char* kOp = "arange";
+  using detail::num_text;
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw Error(std::string(kOp) + ": start, stop and step must be finite, got start=" +
-                num(start) + " stop=" + num(stop) + " step=" + num(step));
+                num_text(start) + " stop=" + num_text(stop) + " step=" + num_text(step));
   if (step == 0.0) throw Error(std::string(kOp) + ": step must be non-zero");
   // Like NumPy: the count and the values are computed in double, then rounded to float.
   const double count = std::ceil((stop - start) / step);
   if (count > 4e18) {
-    throw Error(std::string(kOp) + ": too many elements: start=" + num(start) + " stop=" +
-                num(stop) + " step=" + num(step) + " give " + num(count));
+    throw Error(std::string(kOp) + ": too many elements: start=" + num_text(start) + " stop=" +
+                num_text(stop) + " step=" + num_text(step) + " give " + num_text(count));
   }
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   NDArray out = detail::new_array(kOp, {n}, device);
