@@ -134,7 +134,8 @@ class CountedMutex {
 };
 
 // Page-locked host buffers for host<->device copies (cudaMemcpyAsync is only asynchronous from
-// pinned memory), cached by power-of-two size; at most kPinnedCacheBytes are kept.
+// pinned memory), cached by size (powers of two, then whole MiB); at most kPinnedCacheBytes are
+// kept. A copy is staged whole, so a large one pins as much host memory as it moves.
 class PinnedPool {
  public:
   struct Buffer {
@@ -142,8 +143,10 @@ class PinnedPool {
     std::size_t size = 0;
   };
   Buffer get(std::size_t bytes, int device) {
+    // Powers of two up to 64 MiB, then whole MiB: a 4.3 GB copy pinned 8 GiB of host memory.
     std::size_t size = 4096;
-    while (size < bytes) size *= 2;
+    while (size < bytes && size < kPow2MaxBytes) size *= 2;
+    if (size < bytes) size = (bytes + kMiB - 1) / kMiB * kMiB;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.find(size);
@@ -174,6 +177,8 @@ class PinnedPool {
 
  private:
   static constexpr std::size_t kPinnedCacheBytes = std::size_t{256} << 20;
+  static constexpr std::size_t kMiB = std::size_t{1} << 20;
+  static constexpr std::size_t kPow2MaxBytes = std::size_t{64} << 20;
   std::mutex mu_;
   std::unordered_map<std::size_t, std::vector<void*>> free_;
   std::size_t cached_ = 0;
@@ -364,14 +369,18 @@ class DeviceState {
     // The block says a write is marked only once its event marks this one: after a failed record,
     // the event of an earlier write would stand for this one, and free() would trust it and hand
     // the block to the compute stream while this write still runs. So wait for the write here.
+    const char* what = "cudaEventCreateWithFlags";
     cudaError_t e = ensure_event(b);
-    if (e == cudaSuccess) e = cudaEventRecord(b->ready, stream);
+    if (e == cudaSuccess) {
+      what = "cudaEventRecord";
+      e = cudaEventRecord(b->ready, stream);
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();
       cudaStreamSynchronize(stream);
       b->stream = nullptr;  // nothing left to wait for
       b->pending = false;
-      check(e, "cudaEventRecord", id_);
+      check(e, what, id_);
     }
     b->stream = stream;
     b->pending = false;
@@ -386,9 +395,10 @@ class DeviceState {
     }
     Block* out = find(c.out);
     wait_locked(stream, out);
-    poisoned_.clear(c.out);
     out->stream = stream;
     out->pending = true;
+    // The output's mark is cleared in hold(), not here: a batch started and failed by another
+    // thread in between would mark the block again, for a write that is not in it.
   }
   // Blocks until the last queued write of the block at p has finished.
   // Throws, as wait_to_read, if a failed held batch was to write it.
@@ -412,6 +422,7 @@ class DeviceState {
   // event's record starts the held calls first), never the other way round.
   void hold(const KernelCall& c) {
     std::lock_guard<CountedMutex> lock(bmu_);
+    poisoned_.clear(c.out);  // a new write, joining the batch that will mark it if it fails
     batch_.calls[batch_.count++] = tiny_call(c);
     ++held_calls_;
     if (batch_.count == kTinyBatchMax) start_held_locked();
@@ -537,15 +548,17 @@ class DeviceState {
       host_ns = before + (profiler_clock_ns() - before) / 2;
     }
     for (const TimedSpan& t : spans) {
-      float to_start = 0, to_end = 0;  // ms from the span's events to the anchor
-      if (ok && cudaEventElapsedTime(&to_start, t.start, anchor) == cudaSuccess &&
-          cudaEventElapsedTime(&to_end, t.end, anchor) == cudaSuccess) {
+      // Where the span ends: ms back from the anchor, a float whose step grows with the distance
+      // (1 us at 10 s, 62 us at 10 min); its length from its own two events, exact at any age.
+      float to_end = 0, length = 0;
+      if (ok && cudaEventElapsedTime(&to_end, t.end, anchor) == cudaSuccess &&
+          cudaEventElapsedTime(&length, t.start, t.end) == cudaSuccess) {
         Backend::DeviceSpan d;
         d.name = t.name;
         d.device = Device::gpu(id_);
         d.lane = t.lane;
-        d.start_ns = host_ns - static_cast<std::int64_t>(static_cast<double>(to_start) * 1e6);
         d.end_ns = host_ns - static_cast<std::int64_t>(static_cast<double>(to_end) * 1e6);
+        d.start_ns = d.end_ns - static_cast<std::int64_t>(static_cast<double>(length) * 1e6);
         out.push_back(std::move(d));
       }
       cudaEventDestroy(t.start);
@@ -574,10 +587,14 @@ class DeviceState {
     int current = id_;
     cudaGetDevice(&current);
     if (current != id_) cudaSetDevice(id_);
+    const char* what = "cudaEventCreateWithFlags";
     cudaError_t e = ensure_event(b);
-    if (e == cudaSuccess) e = cudaEventRecord(b->ready, b->stream);
+    if (e == cudaSuccess) {
+      what = "cudaEventRecord";
+      e = cudaEventRecord(b->ready, b->stream);
+    }
     if (current != id_) cudaSetDevice(current);
-    check(e, "cudaEventRecord", id_);
+    check(e, what, id_);
     b->pending = false;
   }
 
