@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <sstream>
@@ -24,7 +25,9 @@ namespace wasm {
 namespace {
 
 // Only the JavaScript thread touches these (glue.h).
-std::string g_error;
+// The stored message: a fixed buffer, so that storing it needs no memory. Once the heap is full
+// a std::string could not be made, and the bad_alloc escaped to JavaScript as a bare number.
+char g_error[4096];
 bool g_has_error = false;
 std::vector<NDArray> g_slots;
 std::vector<int> g_free;
@@ -90,8 +93,16 @@ T entry(const T (&table)[N], int code, const char* op) {
 
 }  // namespace
 
-void store_error(std::string message) {
-  g_error = std::move(message);
+void store_error(const char* message) noexcept {
+  const std::size_t n = std::strlen(message);
+  if (n < sizeof g_error) {
+    std::memcpy(g_error, message, n + 1);
+  } else {  // never in practice (messages name shapes of at most 64 dimensions); cut, and say so
+    static const char kCut[] = " ... (message cut)";
+    const std::size_t keep = sizeof g_error - sizeof kCut;
+    std::memcpy(g_error, message, keep);
+    std::memcpy(g_error + keep, kCut, sizeof kCut);
+  }
   g_has_error = true;
 }
 
@@ -162,11 +173,12 @@ int num_workers() {
   return guarded([] { return engine().num_workers(); }, -1);
 }
 
-std::string take_error() {
-  std::string e = std::move(g_error);
-  g_error.clear();
+emscripten::val take_error() {
+  // A view of the buffer (UTF-8), which JavaScript decodes at once: no C++ string, which the full
+  // heap may refuse. The view stays valid until the next store_error.
   g_has_error = false;
-  return e;
+  return emscripten::val(emscripten::typed_memory_view(
+      std::strlen(g_error), reinterpret_cast<const unsigned char*>(g_error)));
 }
 
 bool has_error() { return g_has_error; }

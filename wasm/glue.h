@@ -28,8 +28,9 @@ int init(int threads);
 std::string backend_name();
 int num_workers();
 
-// The last error's message (cleared by the call), and whether one is pending.
-std::string take_error();
+// The last error's message, as a Uint8Array view of its UTF-8 bytes in the heap (valid until
+// the next error: decode it at once; cleared by the call), and whether one is pending.
+emscripten::val take_error();
 bool has_error();
 
 // Handles.

@@ -13,10 +13,11 @@
 namespace asyncnd {
 namespace wasm {
 
-// Stores the message that take_error() returns next.
-void store_error(std::string message);
+// Stores the message that take_error() returns next. Allocates nothing.
+void store_error(const char* message) noexcept;
 
-// Runs f; on an exception stores its message and returns `fail` (no exception reaches JS).
+// Runs f; on an exception stores its message and returns `fail` (no exception reaches JS). The
+// handlers allocate nothing: they run most often when the heap is full.
 template <class F, class R>
 R guarded(F&& f, R fail) {
   try {

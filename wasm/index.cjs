@@ -188,6 +188,13 @@ function opCodes(M) {
 // The module's messages start with the C++ op's name; the two ops JavaScript names otherwise are
 // named as the caller wrote them ("broadcastTo: cannot broadcast [2,3] with [4,3]").
 const JS_OP_NAMES = { broadcast_to: 'broadcastTo', copy_to: 'copyTo' };
+// The module's stored error message: a view of its UTF-8 bytes in the heap (made without
+// allocating there, as the heap may be full), decoded from a copy (a view of shared memory cannot
+// be decoded directly).
+const UTF8 = new TextDecoder();
+function takeError(M) {
+  return UTF8.decode(M.takeError().slice());
+}
 function jsOpName(message) {
   const m = /^(\w+):/.exec(message);
   return m && Object.hasOwn(JS_OP_NAMES, m[1]) ? JS_OP_NAMES[m[1]] + message.slice(m[1].length) : message;
@@ -196,7 +203,7 @@ function jsOpName(message) {
 function makeApi(M, threads, simd) {
   const { table: OP_TABLE, UNARY, BINARY, REDUCE } = opCodes(M);
   const check = (r) => {
-    if (r < 0) throw new Error(jsOpName(M.takeError()));
+    if (r < 0) throw new Error(jsOpName(takeError(M)));
     return r;
   };
   const blocking = (op) => {
@@ -268,7 +275,7 @@ function makeApi(M, threads, simd) {
       const h = this._handle(op);
       if (this._shape === null) {
         const s = M.shape(h);
-        if (s === null) throw new Error(M.takeError());
+        if (s === null) throw new Error(takeError(M));
         this._shape = Object.freeze(s);
       }
       return this._shape;
@@ -308,7 +315,10 @@ function makeApi(M, threads, simd) {
     // from, then frees the recorded graph; returns at once. Without headGrad the array must have
     // one element; headGrad (dL/dthis) has this array's shape. { retainGraph: true } keeps the
     // graph for another backward.
-    backward(headGrad, { retainGraph = false } = {}) {
+    backward(headGrad, options = {}) {
+      const problem = optionsProblem('backward', options, ['retainGraph']);
+      if (problem) throw problem;
+      const { retainGraph = false } = options;
       const h = this._handle('backward');
       const head = headGrad === undefined || headGrad === null ? -1 : asArray(headGrad, 'backward');
       check(M.backward(h, head, !!retainGraph));
@@ -374,11 +384,17 @@ function makeApi(M, threads, simd) {
         const token = nextToken++;
         reads.set(token, { h, resolve, reject });
         holdProcess();
-        if (M.requestRead(h, token) < 0) {
+        let failed = null;
+        try {
+          if (M.requestRead(h, token) < 0) failed = new Error(takeError(M));
+        } catch (e) {  // whatever it was, the read is off: its token must not hold the process
+          failed = e instanceof Error ? e : new Error(`data: ${String(e)}`);
+        }
+        if (failed) {
           reads.delete(token);
           M.release(h);
           releaseProcess();
-          reject(new Error(M.takeError()));
+          reject(failed);
         }
       });
     }
@@ -396,14 +412,14 @@ function makeApi(M, threads, simd) {
     item() {
       blocking('item');
       const v = M.item(this._handle('item'));
-      if (Number.isNaN(v) && M.hasError()) throw new Error(M.takeError());
+      if (Number.isNaN(v) && M.hasError()) throw new Error(takeError(M));
       return v;
     }
     // Blocking: NumPy-style text, as the C++ operator<< prints it.
     toString() {
       blocking('toString');
       const s = M.toString(this._handle('toString'));
-      if (s === '' && M.hasError()) throw new Error(M.takeError());
+      if (s === '' && M.hasError()) throw new Error(takeError(M));
       return s;
     }
   }
@@ -434,7 +450,14 @@ function makeApi(M, threads, simd) {
   function dot(a, b) { return wrap(M.dot(asArray(a, 'dot'), asArray(b, 'dot'))); }
   function reduce(op, a, axis, keepdims) {
     const h = asArray(a, op);
-    if (axis === undefined || axis === null) return wrap(M.reduceAll(REDUCE[op], h));
+    if (axis === undefined || axis === null) {
+      if (!keepdims) return wrap(M.reduceAll(REDUCE[op], h));
+      // NumPy's keepdims without an axis: every axis kept, of length 1 (it gave a 0-d array).
+      const all = check(M.reduceAll(REDUCE[op], h));
+      const kept = M.reshape(all, new Array(a.ndim).fill(1));
+      M.release(all);
+      return wrap(kept);
+    }
     intArg(op, 'axis', axis, INT32_MIN, INT32_MAX);  // the C++ op checks it against the shape
     return wrap(M.reduce(REDUCE[op], h, axis, !!keepdims));
   }
@@ -447,7 +470,7 @@ function makeApi(M, threads, simd) {
     // work overlaps the computation still running on the engine's workers.
     for (let i = 0; i < n; i += 1024) out[i] = 0;
     const ptr = M.readPtr(h);  // waits
-    if (ptr < 0) throw new Error(M.takeError());
+    if (ptr < 0) throw new Error(takeError(M));
     // A fresh view each time: the memory may have grown (and its buffer changed) since the last.
     // Copied with set() into a new array, not slice(): Node 20's V8 slices a view of shared
     // memory (the threaded module's) about 3x slower (4 MB: 1.6 ms against 0.5). In Chromium 156
@@ -585,7 +608,11 @@ function makeApi(M, threads, simd) {
           throw new TypeError(`fromArray: the ${data.constructor.name}'s buffer is detached (transferred ` +
                               'to a worker or by structuredClone): its values are gone');
         }
-        values = data instanceof Float32Array ? data : Float32Array.from(data);
+        // An empty view is copied as a fresh empty array: a view that a shrunk resizable buffer
+        // left out of bounds reads as empty too, but Embind's copy of it threw a TypeError that
+        // named no op and called the buffer detached.
+        values = data.length === 0 ? new Float32Array(0)
+          : data instanceof Float32Array ? data : Float32Array.from(data);
       } else if (Array.isArray(data)) {
         // Nested arrays give their own shape; a shape given with them reshapes the values (the
         // sizes must match).
@@ -697,7 +724,7 @@ function makeApi(M, threads, simd) {
       // that waited on a bound).
       stats() {
         const s = M.stats();
-        if (s === null) throw new Error(M.takeError());
+        if (s === null) throw new Error(takeError(M));
         return s;
       },
       // Bounds the work in flight (0 = no bound): a push over the bound waits (blocks) until the
@@ -708,6 +735,9 @@ function makeApi(M, threads, simd) {
         if (typeof bounds !== 'object' || bounds === null) {
           throw new Error(`setMaxInflight: expected an object { ops, bytes }, got ${show(bounds)}`);
         }
+        // A misspelt key ({ maxBytes }) read as no bound at all, the default one included.
+        const problem = optionsProblem('setMaxInflight', bounds, ['ops', 'bytes']);
+        if (problem) throw problem;
         const { ops = 0, bytes = 0 } = bounds;
         intArg('setMaxInflight', 'ops', ops, 0, 0xffffffff);
         intArg('setMaxInflight', 'bytes', bytes, 0, 0xffffffff);
@@ -730,14 +760,14 @@ function makeApi(M, threads, simd) {
       // Stops recording; returns the Chrome trace JSON (open it in Perfetto or chrome://tracing).
       stop() {
         const s = M.profilerStop();
-        if (s === '' && M.hasError()) throw new Error(M.takeError());
+        if (s === '' && M.hasError()) throw new Error(takeError(M));
         return s;
       },
       // The recorded ops as objects (name, device, worker, pushUs, startUs, endUs, reads, writes,
       // failed, skipped), until the next start().
       events() {
         const e = M.profilerEvents();
-        if (e === null) throw new Error(M.takeError());
+        if (e === null) throw new Error(takeError(M));
         return e;
       },
     },
@@ -805,7 +835,7 @@ function makeApi(M, threads, simd) {
     class Parameter extends NnObject {
       _info() {
         const i = M.nnParamInfo(this._object('Parameter'));
-        if (i === null) throw new Error(M.takeError());
+        if (i === null) throw new Error(takeError(M));
         return i;
       }
       get name() { return this._info().name; }
@@ -826,7 +856,7 @@ function makeApi(M, threads, simd) {
       // Every parameter in order (Dense: weight, then bias), as new Parameter handles.
       parameters() {
         const ids = M.nnParameters(this._object('parameters'));
-        if (ids === null) throw new Error(M.takeError());
+        if (ids === null) throw new Error(takeError(M));
         return ids.map((id) => new Parameter(id));
       }
     }
@@ -836,7 +866,11 @@ function makeApi(M, threads, simd) {
       // activation: '' (none), 'relu', 'sigmoid', 'tanh'. options: useBias (true), inUnits (0:
       // learnt at the first forward pass), init ('uniform' U(-scale, scale), 'normal' N(0, scale),
       // 'xavier'), scale (0.07 uniform, 0.01 normal).
-      constructor(units, activation = '', { useBias = true, inUnits = 0, init = 'uniform', scale } = {}) {
+      constructor(units, activation = '', options = {}) {
+        const problem = optionsProblem('nn.Dense', options, ['useBias', 'inUnits', 'init', 'scale']);
+        if (problem) throw problem;  // a misspelt useBias kept the bias silently
+        const { useBias = true, inUnits = 0, init = 'uniform' } = options;
+        let { scale } = options;
         if (!Object.prototype.hasOwnProperty.call(INIT, init)) throw new Error(`nn.Dense: init must be 'uniform', 'normal' or 'xavier', got '${init}'`);
         if (scale === undefined) scale = init === 'normal' ? 0.01 : 0.07;
         intArg('nn.Dense', 'units', units, 1, Number.MAX_SAFE_INTEGER);
@@ -1183,7 +1217,7 @@ async function instantiate(threads, moduleUrl, variant, pacing) {
   if (M.init(threads) < 0) {
     // A bad ASYNCND_MAX_INFLIGHT_* value, say: the module is dropped, and so are its workers,
     // which kept Node alive after the rejection (and each failed load kept a module's worth).
-    const error = new Error(M.takeError());
+    const error = new Error(takeError(M));
     for (const w of workers()) w.terminate();
     throw error;
   }

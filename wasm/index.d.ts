@@ -174,6 +174,10 @@ export interface DenseOptions {
 type Ctor<A extends any[], T> = { new (...args: A): T; (...args: A): T };
 
 export interface NN {
+  /** For `instanceof` (made by layers, not by `new`). */
+  Parameter: abstract new (...args: never[]) => Parameter;
+  /** The base of Dense and Sequential, for `instanceof`. */
+  Block: abstract new (...args: never[]) => Block;
   /** activation: '' (none), 'relu', 'sigmoid', 'tanh'. */
   Dense: Ctor<[units: number, activation?: string, options?: DenseOptions], Dense>;
   Sequential: Ctor<[], Sequential>;
@@ -247,6 +251,9 @@ export interface Asyncnd {
   /** The module that runs: 'relaxed' (dist/asyncnd-relaxed.*, f32x4.relaxed_madd in the GEMM)
    *  or 'simd128' (dist/asyncnd.*). */
   readonly simd: 'relaxed' | 'simd128';
+  /** This load's array class, for `x instanceof nd.NDArray` (arrays are made by the ops, not by
+   *  `new`; an array of another load is not an instance). */
+  readonly NDArray: abstract new (...args: never[]) => NDArray;
 
   zeros(shape: Shape | number): NDArray;
   ones(shape: Shape | number): NDArray;
@@ -258,7 +265,7 @@ export interface Asyncnd {
    * Copies host data: a typed array or numbers with a shape (default 1-D), or nested arrays.
    * Throws a TypeError for a DataView, a BigInt array or a typed array whose buffer was detached.
    */
-  fromArray(data: NumberTypedArray | NestedNumbers, shape?: Shape): NDArray;
+  fromArray(data: NumberTypedArray | NestedNumbers, shape?: Shape | number): NDArray;
   random: {
     normal(shape: Shape | number, mean?: number, std?: number): NDArray;
     uniform(shape: Shape | number, lo?: number, hi?: number): NDArray;
@@ -309,7 +316,7 @@ export interface Asyncnd {
      * maximum heap, 512 MiB; in Node ASYNCND_MAX_INFLIGHT_OPS / _BYTES replace those at load).
      * Throws an Error for a negative or fractional value.
      */
-    setMaxInflight(bound: { ops?: number; bytes?: number }): void;
+    setMaxInflight(bound?: { ops?: number; bytes?: number }): void;
     /** Restores the bounds the engine started with (the defaults, or the environment's). */
     resetMaxInflight(): void;
   };
@@ -337,7 +344,7 @@ export interface LoadOptions {
    *  an ES module; next to index.cjs on a page with classic scripts; required in a classic Web
    *  Worker). Node: the path (or file: URL) of another build's asyncnd.js (default: dist/). The
    *  relaxed-SIMD module is asyncnd-relaxed.js in the same folder. */
-  moduleUrl?: string;
+  moduleUrl?: string | URL;
   /** Which module: 'auto' (default; in Node, the ASYNCND_WASM_SIMD variable when set) the
    *  relaxed-SIMD one where the engine runs relaxed SIMD, else SIMD128; 'relaxed' that one, or a
    *  rejection where the engine cannot run it; 'simd128' always SIMD128. Anything else rejects. */

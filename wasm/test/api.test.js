@@ -199,6 +199,11 @@ test('reductions: sum, mean, max over all or one axis, norm', async () => {
     assert.deepEqual(x.sum(-1).shape, [3, 4]);
     assert.deepEqual(x.sum(1, true).shape, [3, 1, 5]);
     assert.deepEqual(nd.mean(x, 0).shape, [4, 5]);
+    // keepdims without an axis keeps every axis, of length 1, as NumPy does (it gave []).
+    assert.deepEqual(x.sum(undefined, true).shape, [1, 1, 1]);
+    h.assertClose(x.sum(null, true).dataSync(), [total], 1e-5, 1e-5, 'sum keepdims');
+    assert.deepEqual(nd.max(x, undefined, true).toArray(), [[[Math.max(...v)]]]);
+    assert.deepEqual(nd.mean(nd.ones([]), undefined, true).shape, []);
   });
 });
 

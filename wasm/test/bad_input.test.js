@@ -87,6 +87,16 @@ test('integers outside int32 are refused, not wrapped by Embind', async () => {
   // A bound is a 32-bit size in WebAssembly: 2^32 was once taken as 0 (no bound), silently.
   refused(nd, () => nd.engine.setMaxInflight({ bytes: 2 ** 32 }), /^setMaxInflight: bytes must be an integer from 0 to 4294967295, got 4294967296$/);
   refused(nd, () => nd.engine.setMaxInflight({ ops: 2 ** 32 }), /^setMaxInflight: ops must be an integer from 0 to 4294967295/);
+  // A misspelt key read as no bound at all (the default one switched off with it).
+  refused(nd, () => nd.engine.setMaxInflight({ maxBytes: 64e6 }), /^setMaxInflight: unknown option 'maxBytes' \(the options are ops, bytes\)$/);
+  assert.ok(nd.engine.stats().maxInflightBytes > 0);
+  refused(nd, () => nd.nn.Dense(2, '', { usebias: false }), /^nn\.Dense: unknown option 'usebias' \(the options are useBias, inUnits, init, scale\)$/);
+  nd.tidy(() => {
+    const x = nd.ones([2]);
+    const y = nd.autograd.record(() => x.mul(2).sum());
+    assert.throws(() => y.backward(null, null), { name: 'TypeError', message: 'backward: options must be an object, got null' });
+    assert.throws(() => y.backward(null, { retain: true }), /^Error: backward: unknown option 'retain'/);
+  });
   nd.engine.setMaxInflight({ ops: 2 ** 32 - 1, bytes: 2 ** 32 - 1 });
   assert.equal(nd.engine.stats().maxInflightBytes, 2 ** 32 - 1);
   nd.engine.resetMaxInflight();
@@ -175,6 +185,15 @@ test('typed arrays that are not numbers and bounds that are not an object are re
                 { name: 'TypeError', message: 'fromArray: expected a typed array of numbers, got a DataView' });
   assert.throws(() => nd.fromArray(new BigInt64Array(2)), /^TypeError: fromArray: .* got a BigInt64Array$/);
   // A typed array whose buffer was transferred: Embind's copy failed with its own TypeError.
+  // A view that a shrunk resizable buffer left out of bounds reads as empty, like any JS reader
+  // of it (Embind's copy threw a TypeError naming no op and calling the buffer detached).
+  if (typeof ArrayBuffer.prototype.resize === 'function') {
+    const rab = new ArrayBuffer(32, { maxByteLength: 64 });
+    const view = new Float32Array(rab, 16, 4);
+    rab.resize(8);
+    nd.tidy(() => assert.deepEqual(nd.fromArray(view).shape, [0]));
+    assert.throws(() => nd.fromArray(view, [4]), /^Error: fromArray: 0 values do not fill shape \[4\]/);
+  }
   const moved = new Float32Array(4);
   structuredClone(moved.buffer, { transfer: [moved.buffer] });
   assert.throws(() => nd.fromArray(moved),
