@@ -414,11 +414,13 @@ class Engine {
   // storage of deleted variables whose deletion waits for queued ops (delete_var's `bytes`),
   // each byte once: storage dropped while a pending op that writes it with PushOptions::bytes
   // (the op that made it) counts it is counted as the deletion's only from when that op's write
-  // ends. An op larger than the bound still runs when nothing else is in flight. Arrays
-  // still held by handles are not in flight: peak memory is about what the program holds, plus
-  // the bound, plus the output of the op being pushed. A blocked push is woken once in-flight
-  // work is down to about half of each bound set (or everything finished), then pushes on: fewer
-  // wake-ups of the pushing thread. 0 = no bound. Takes effect for the next push.
+  // ends. (A dropped array of 64 KiB or less first waits, uncounted, among the last 16 such
+  // drops: at most 1 MiB.) An op larger than the bound still runs when nothing else is in
+  // flight. Arrays still held by handles are not in flight: peak memory is about what the
+  // program holds, plus the bound, plus the output of the op being pushed. A blocked push is
+  // woken once in-flight work is down to about half of each bound set (or everything finished),
+  // then pushes on: fewer wake-ups of the pushing thread. 0 = no bound. Takes effect for the
+  // next push.
   // The process-wide engine starts bounded (EngineOptions::from_env: 524 288 ops, and a quarter of
   // the memory the program may use, at most 512 MiB); this call replaces both, and stats() then
   // reports the byte bound's source as kUser (kNone for 0).
