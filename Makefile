@@ -35,7 +35,7 @@ SHELL := /bin/bash
 .NOTPARALLEL:  # the targets chain builds that already use every core (-j2)
 .PHONY: setup build test test-sanitize wasm test-wasm demo bench bench-setup bench-wasm bench-browser clean fuzz
 .PHONY: setup-web playground test-web demo-dist bench-dist gpu-check test-clang test-noblas
-.PHONY: setup-qemu test-x86-cpus setup-arm64 test-arm64
+.PHONY: setup-qemu test-x86-cpus setup-arm64 test-arm64 configure need-node
 
 JOBS ?= 2
 PACKAGES := cmake g++ ninja-build pkg-config libopenblas-dev catch2 python3-numpy emscripten
@@ -59,10 +59,14 @@ CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE
 SAN_CONFIGURE := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DASYNCND_BUILD_BENCH=OFF -DASYNCND_BUILD_EXAMPLES=OFF
 
+# A package counts as installed in this machine's own architecture (or "all"): `dpkg -s NAME` fails
+# as ambiguous once test-arm64 has installed the arm64 copy of a library too, and then every
+# setup called apt-get again.
 setup:
-	@missing=""; \
+	@missing=""; arch=$$(dpkg --print-architecture); \
 	for p in $(PACKAGES); do \
-	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+	  dpkg-query -W -f='$${Architecture} $${db:Status-Abbrev}\n' "$$p" 2>/dev/null | \
+	    grep -Eq "^($$arch|all) ii" || missing="$$missing $$p"; \
 	done; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
@@ -73,21 +77,33 @@ setup:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
-	@if ! $(NODE_OK) 2>/dev/null; then \
-	  echo "setup: node $$(node --version) is older than $(NODE_MAJOR_MIN): installing Node $(NODE_MAJOR_MIN) into tools/node/"; \
-	  if [ "$$(uname -m)" != x86_64 ]; then \
-	    echo "setup: tools/node/ holds Node for x86_64 only; install Node.js $(NODE_MAJOR_MIN) or later on this $$(uname -m) machine" >&2; \
-	    exit 1; \
-	  fi; \
+	@if $(NODE_OK) 2>/dev/null; then :; \
+	elif [ "$$(uname -m)" != x86_64 ]; then \
+	  echo "setup: node $$(node --version) is older than $(NODE_MAJOR_MIN), and tools/node/" \
+	    "holds Node for x86_64 only: the native library and demo build without it; the" \
+	    "WebAssembly and web targets (so make test) need Node.js $(NODE_MAJOR_MIN) or later" \
+	    "installed on this $$(uname -m) machine"; \
+	else \
+	  echo "setup: node $$(node --version) is older than $(NODE_MAJOR_MIN):" \
+	    "installing Node $(NODE_MAJOR_MIN) into tools/node/"; \
 	  (cd tools/node && npm ci --no-audit --no-fund); \
 	  hash -r; \
-	  $(NODE_OK) || { echo "setup: node is still $$(node --version) after installing tools/node/" >&2; exit 1; }; \
+	  $(NODE_OK) || { echo "setup: node is still $$(node --version) after installing" \
+	    "tools/node/" >&2; exit 1; }; \
 	  echo "setup: node $$(node --version) from tools/node/ (first on PATH in make's recipes)"; \
 	fi
-	@$(MAKE) --no-print-directory setup-web
+	@if $(NODE_OK) 2>/dev/null; then $(MAKE) --no-print-directory setup-web; fi
 
-build: setup
+# What needs Node 20 (the npm package, the playground) says so where it is missing (setup left it
+# out on a machine tools/node/ does not serve).
+need-node:
+	@$(NODE_OK) 2>/dev/null || { echo "$(MAKECMDGOALS): needs Node.js $(NODE_MAJOR_MIN) or later," \
+	  "which this $$(uname -m) machine lacks (node $$(node --version 2>/dev/null || echo absent))" >&2; exit 1; }
+
+configure: setup
 	$(CONFIGURE) -S . -B build
+
+build: configure
 	cmake --build build -j$(JOBS)
 
 test: build
@@ -101,10 +117,10 @@ test: build
 	$(MAKE) --no-print-directory test-arm64
 
 # Emscripten's tools need Node to find Debian's acorn: without NODE_PATH, em++ fails in
-# acorn-optimizer.js ("Cannot find module 'acorn'"). The first build with these flags also builds
-# Emscripten's system libraries into its cache (once, a few minutes).
+# acorn-optimizer.js ("Cannot find module 'acorn'"). (Debian's emscripten ships its system
+# libraries built, in a frozen cache: nothing is built there.)
 EMENV := NODE_PATH=/usr/share/nodejs
-wasm: setup
+wasm: setup need-node
 	$(EMENV) emcmake cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -S wasm -B build-wasm
 	$(EMENV) cmake --build build-wasm -j$(JOBS)
 
@@ -236,11 +252,13 @@ setup-arm64:
 
 test-arm64: setup setup-qemu setup-arm64
 	$(CONFIGURE) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/aarch64-linux-gnu.cmake \
-	  -DASYNCND_WITH_CUDA=OFF -DASYNCND_BUILD_BENCH=OFF -S . -B build-arm64
+	  -DASYNCND_WITH_CUDA=OFF -DASYNCND_WITH_MPI=OFF -DASYNCND_BUILD_BENCH=OFF -S . -B build-arm64
 	cmake --build build-arm64 -j$(JOBS)
 	cd build-arm64 && ctest --output-on-failure
 
-demo: build
+# The demo builds only itself: a new user's first command, before `make test` builds the rest.
+demo: configure
+	cmake --build build -j$(JOBS) --target example_chapter
 	./build/example_chapter
 
 # Open MPI here: root in containers, 2 cores, loopback only; harmless elsewhere. Shared-memory

@@ -78,6 +78,9 @@ cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
+# Slaves: on a host whose / is shared (systemd's default), the cleanup's umount -R of peers would
+# unmount this machine's own /dev/pts, /dev/shm and /sys/fs/cgroup too.
+mount --make-rslave "$root/sys" "$root/dev"
 
 home=/root
 [ "$user" = root ] || home=/home/$user
