@@ -46,6 +46,9 @@ PACKAGES += fonts-wqy-microhei
 # Open MPI for asyncnd::dist (issue 16; ASYNCND_WITH_MPI=AUTO builds it when found).
 PACKAGES += libopenmpi-dev openmpi-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# On a freshly booted machine apt's daily job may hold dpkg's lock: wait for it (up to 5 minutes)
+# rather than fail at once.
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300
 # Node.js 20 or later: the npm package's engines, and Playwright's (the playground's end-to-end
 # test). Debian 12's own nodejs is 18, so where `node` is missing or older, setup installs
 # Debian's nodejs and npm (for npm itself), then Node 20 into tools/node/ from the npm registry
@@ -74,8 +77,8 @@ setup:
 	  echo "setup: all packages present ($(PACKAGES))"; \
 	else \
 	  echo "setup: installing$$missing"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends $$missing; \
 	fi
 	@if $(NODE_OK) 2>/dev/null; then :; \
 	elif [ "$$(uname -m)" != x86_64 ]; then \
@@ -212,8 +215,8 @@ setup-qemu:
 	  echo "setup-qemu: qemu-user present"; \
 	else \
 	  echo "setup-qemu: installing qemu-user"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-user; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends qemu-user; \
 	fi
 
 X86_CPUS ?= Nehalem Haswell max
@@ -246,8 +249,8 @@ setup-arm64:
 	    $(SUDO) dpkg --add-architecture arm64; \
 	  fi; \
 	  echo "setup-arm64: installing$$missing"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends $$missing; \
 	fi
 
 test-arm64: setup setup-qemu setup-arm64
@@ -285,8 +288,8 @@ bench-dist: build
 # installed here rather than by make setup: only the benchmarks need it.
 bench-setup:
 	@dpkg -s python3-torch 2>/dev/null | grep -q '^Status: install ok installed' || { \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-torch; }
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends python3-torch; }
 
 # The whole check of the CUDA backend on a GPU (README's GPUs section): one command, one log per step.
 gpu-check:
