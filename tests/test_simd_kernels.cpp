@@ -129,12 +129,16 @@ TEST_CASE("SIMD elementwise kernels match scalar loops", "[kernels][simd]") {
   check_unary("exp (scalar path)", k::ExpOp{}, rng);
 }
 
-TEST_CASE("relu keeps NaN and -0 as the scalar functor does", "[kernels][simd]") {
+// relu(-0) is +0, as NumPy's maximum(-0, 0) and as a max instruction gives it: with `a < 0 ? 0 :
+// a` GCC kept -0 and clang (WebAssembly, AArch64) gave +0.
+TEST_CASE("relu keeps NaN and gives +0 for -0 as the scalar functor does", "[kernels][simd]") {
   const std::vector<float> a = {kNaN, -0.0f, 0.0f, -1.0f, 2.0f, -kInf, kInf, 1e-40f};
   std::vector<float> out(a.size());
   k::unary_contig(a.data(), out.data(), 0, static_cast<std::int64_t>(a.size()), k::ReluOp{});
   CHECK(std::isnan(out[0]));
-  CHECK(std::signbit(out[1]));
+  CHECK(out[1] == 0.0f);
+  CHECK_FALSE(std::signbit(out[1]));
+  CHECK_FALSE(std::signbit(k::ReluOp{}(-0.0f)));
   CHECK(out[3] == 0.0f);
   CHECK_FALSE(std::signbit(out[3]));
   CHECK(out[4] == 2.0f);
@@ -237,4 +241,20 @@ TEST_CASE("SIMD column reductions match scalar loops", "[kernels][simd]") {
       }
     }
   }
+}
+
+// Below a = -88.7, e^-a overflows float: 1 / (1 + e^-a) gave 0 where the result is a subnormal.
+TEST_CASE("sigmoid's negative tail keeps its subnormals", "[kernels]") {
+  for (float a : {-88.0f, -88.73f, -95.0f, -100.0f, -103.9f, -5.0f, -1e-5f, 0.0f, 3.0f, 90.0f}) {
+    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(a)));
+    const float got = k::SigmoidOp{}(a);
+    INFO("sigmoid(" << a << ") = " << got << ", want " << want);
+    CHECK(got > 0.0f);
+    // Within 2 ulps of the float nearest the true value, or of its subnormal step.
+    const float near = static_cast<float>(want);
+    CHECK(std::fabs(got - near) <= 2.0f * (std::nextafter(near, 2.0f) - near));
+  }
+  CHECK(k::SigmoidOp{}(-kInf) == 0.0f);
+  CHECK(k::SigmoidOp{}(kInf) == 1.0f);
+  CHECK(std::isnan(k::SigmoidOp{}(kNaN)));
 }

@@ -99,6 +99,11 @@ test('unary ops against Math', async () => {
       h.assertClose(arr[name]().dataSync(), Float32Array.from(vals, f), 1e-5, 1e-6, name);
       h.assertClose(nd[name](arr).dataSync(), Float32Array.from(vals, f), 1e-5, 1e-6, `nd.${name}`);
     }
+    // The same signs and tails as natively: relu(-0) is +0 (as Math.max(-0, 0)), and sigmoid's
+    // negative tail keeps its subnormals (1 / (1 + e^100) is not 0).
+    assert.ok(Object.is(nd.fromArray([-0, -0, -0, -0, -0]).relu().dataSync()[4], 0));
+    const tail = nd.fromArray([-100, -103]).sigmoid().dataSync();
+    assert.ok(tail[0] > 3.7e-44 && tail[0] < 3.9e-44 && tail[1] > 0, `sigmoid tail ${tail}`);
   });
 });
 

@@ -60,13 +60,19 @@ struct SqrtOp {
 struct SquareOp {
   ASYNCND_HD float operator()(float a) const { return a * a; }
 };
-// `a < 0 ? 0 : a` rather than `a > 0 ? a : 0` so that NaN propagates, as NumPy's maximum(a, 0).
+// NumPy's maximum(a, 0): NaN propagates (`a <= 0 ? 0 : a`, not `a > 0 ? a : 0`), and -0 gives +0.
+// `a < 0 ? 0 : a` kept -0 where GCC compiled it, but clang folds the select into a max
+// instruction (WebAssembly's f32.max, AArch64's fmax) that gives +0: builds disagreed.
 struct ReluOp {
-  ASYNCND_HD float operator()(float a) const { return a < 0.0f ? 0.0f : a; }
+  ASYNCND_HD float operator()(float a) const { return a <= 0.0f ? 0.0f : a; }
 };
-// For large negative a, exp(-a) overflows to inf and the result is the correct limit 0.
+// 1 / (1 + e^-a) for a >= 0, e^a / (1 + e^a) below: the one exponential never overflows, so the
+// tail below a = -88.7 is the right subnormal rather than 1 / inf = 0.
 struct SigmoidOp {
-  ASYNCND_HD float operator()(float a) const { return 1.0f / (1.0f + std::exp(-a)); }
+  ASYNCND_HD float operator()(float a) const {
+    const float e = std::exp(-std::fabs(a));
+    return (a >= 0.0f ? 1.0f : e) / (1.0f + e);
+  }
 };
 struct TanhOp {
   ASYNCND_HD float operator()(float a) const { return std::tanh(a); }

@@ -41,8 +41,8 @@ ASYNCND_VEC_BINARY(DivOp, a / b)
 ASYNCND_VEC_UNARY(CopyOp, a)
 ASYNCND_VEC_UNARY(NegOp, -a)
 ASYNCND_VEC_UNARY(SquareOp, a * a)
-// As ReluOp: a < 0 ? 0 : a, so NaN and -0 pass through unchanged.
-ASYNCND_VEC_UNARY(ReluOp, simd::select(a < simd::zero(), simd::zero(), a))
+// As ReluOp: a <= 0 ? 0 : a, so NaN passes through and -0 gives +0.
+ASYNCND_VEC_UNARY(ReluOp, simd::select(a <= simd::zero(), simd::zero(), a))
 #undef ASYNCND_VEC_UNARY
 
 // x op s and s op x, for the binary ops above.

@@ -125,7 +125,9 @@ NDArray bind_right(const char* op, const NDArray& a, float v, MapFn fn) {
 NDArray bind_left(const char* op, float v, const NDArray& b, MapFn fn) {
   return unary(op, b, Map{fn, MapForm::kScalarLeft, v});
 }
-// a op v; pow's common exponents become cheaper maps that give exactly what powf gives.
+// a op v; pow's common exponents become cheaper maps: x^1 is x, exactly as powf gives it; x^2 is
+// x * x, correctly rounded, where powf is 1 ulp off for some x (so pow(x, 2) may differ by 1 ulp
+// from pow(x, an array of 2s), which runs powf).
 NDArray scalar_right(const char* op, const NDArray& a, float v, MapFn fn) {
   if (fn == MapFn::kPow && v == 2.0f) return unary(op, a, MapFn::kSquare);
   if (fn == MapFn::kPow && v == 1.0f) return unary(op, a, MapFn::kCopy);
