@@ -352,7 +352,8 @@
   // loss) trained on its data iterator's batches (nd.nn.DataIter: X ~ N(0,1) [batchSize,
   // features], y = ones [batchSize]), after one warm-up batch (deferred parameters, gradients).
   // The engine's bounds are reset first (the default engine), then the mode's applied; the
-  // caller's are put back at the end, also after a failure. Bad options are an Error naming them,
+  // caller's are put back at the end, also after a failure; nd's random numbers are left seeded
+  // with `seed` (nd.seed, as the run starts). Bad options are an Error naming them,
   // before anything is made. options: batches, batchSize, features, lr, seed (E6_DEFAULTS), boundBytes
   // (bounded; e6DefaultBoundBytes), drainSampleMs (> 0: once the loop returned, sample the
   // memory every this many ms until the queue is empty, for a curve of the drain).
@@ -374,7 +375,8 @@
     const features = num('e6Run', 'features', o.features), seed = num('e6Run', 'seed', o.seed, 1, { min: 0 });
     const lr = num('e6Run', 'lr', o.lr, 0.005, { min: 0, real: true });
     const drainSampleMs = num('e6Run', 'drainSampleMs', o.drainSampleMs, 0, { min: 0, real: true });
-    const boundBytes = num('e6Run', 'boundBytes', options.boundBytes, e6DefaultBoundBytes(batchSize), { min: 0 });
+    // At least 1: a bound of 0 is no bound, and 'bounded' ran unbounded under that name.
+    const boundBytes = num('e6Run', 'boundBytes', options.boundBytes, e6DefaultBoundBytes(batchSize), { min: 1 });
     const rss = typeof process !== 'undefined' && process.memoryUsage ? () => process.memoryUsage().rss : null;
     let point = null;  // set once the measured batches start
     let net = null, trainer = null;

@@ -13,8 +13,13 @@
 //
 // Every function here runs on the calling thread and blocks until its experiment is finished
 // (each ends with a wait), except e1_loop, which only queues. They throw asyncnd::Error as the
-// engine does. e1 with `naive` reconfigures the process-wide engine and puts it back as the
-// environment says (EngineOptions::from_env): call it with nothing else queued.
+// engine does, and for a config they cannot run (a count below 1). What they change in the
+// process-wide engine:
+//   - e1 with `naive` reconfigures it and puts it back as the environment says
+//     (EngineOptions::from_env), also when it throws: call it with nothing else queued;
+//   - e2 and e5 use the profiler: a recording the caller had running is stopped, its events
+//     replaced;
+//   - e6 seeds the random numbers (E6Config::seed), and restores the in-flight bounds it found.
 #pragma once
 
 #include <asyncnd/asyncnd.h>
@@ -105,6 +110,9 @@ double peak_mb_during(F&& fn) {
 // One warm-up product first (threads, BLAS buffers, pages), outside the timings.
 inline E1Result e1(const E1Config& cfg = {}) {
   using namespace asyncnd;
+  if (cfg.iters < 1 || cfg.n < 1)
+    throw Error("chapter::e1: iters and n must be >= 1, got iters=" + std::to_string(cfg.iters) +
+                " n=" + std::to_string(cfg.n));
   nd::dot(nd::random_normal({cfg.n, cfg.n}), nd::random_normal({cfg.n, cfg.n})).wait_to_read();
   E1Result r;
   r.sync_peak_mb = peak_mb_during([&] {
@@ -116,10 +124,12 @@ inline E1Result e1(const E1Config& cfg = {}) {
     EngineOptions naive = EngineOptions::from_env();
     naive.kind = EngineKind::kNaive;
     configure_engine(naive);
+    struct Back {  // to the threaded engine, also if the loop throws
+      ~Back() { configure_engine(EngineOptions::from_env()); }
+    } back;
     const auto t0 = Clock::now();
     e1_loop(cfg.iters, cfg.n, Device{}, false);
     r.naive_s = seconds_since(t0);
-    configure_engine(EngineOptions::from_env());  // back to the threaded engine
   }
   r.engine_peak_mb = peak_mb_during([&] { r.engine_first = e1_async(cfg.iters, cfg.n); });
   r.engine = e1_async(cfg.iters, cfg.n);
@@ -305,6 +315,10 @@ struct E5Result {
 // variables at the same time.
 inline E5Result e5(const E5Config& cfg = {}) {
   using namespace asyncnd;
+  if (cfg.n < 1 || cfg.warmup < 0 || cfg.profiled < 0)
+    throw Error("chapter::e5: n must be >= 1, warmup and profiled >= 0, got n=" +
+                std::to_string(cfg.n) + " warmup=" + std::to_string(cfg.warmup) +
+                " profiled=" + std::to_string(cfg.profiled));
   NDArray x = nd::ones({1, 2});
   NDArray y;
   for (int i = 0; i < cfg.warmup; ++i) y = x + 1;
@@ -367,24 +381,33 @@ inline const char* e6_mode_name(E6Mode m) {
                                  : "default";
 }
 
+// The value of the environment variable `name` (set), a number above 0 and up to `max` (whole
+// when `whole`); anything else throws, naming the variable ("1e3" was read as 1 and "abc" as the
+// default, silently).
+inline double e6_env_number(const char* name, const char* s, double max, bool whole) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0' || !(v > 0) || v > max ||
+      (whole && v != static_cast<double>(static_cast<long long>(v))))
+    throw asyncnd::Error(std::string(name) + ": expected " +
+                         (whole ? "a whole number from 1" : "a number above 0") + " to " +
+                         std::to_string(static_cast<long long>(max)) + ", got '" + s + "'");
+  return v;
+}
+
 // ASYNCND_E6_BATCHES shrinks the experiment (e.g. on a machine with little memory: the run that
 // never synchronises holds about 63 MB per batch).
 inline int e6_default_batches() {
-  if (const char* s = std::getenv("ASYNCND_E6_BATCHES")) {
-    const int n = std::atoi(s);
-    if (n > 0) return n;
-  }
-  return 100;
+  const char* s = std::getenv("ASYNCND_E6_BATCHES");
+  return s ? static_cast<int>(e6_env_number("ASYNCND_E6_BATCHES", s, 1e6, true)) : 100;
 }
 
 // The byte bound of the bounded runs: three of the largest activations ([1024,2048] floats). Set
 // ASYNCND_E6_BOUND_MB to try others; bench/notes/limits.md has the measurements behind this choice.
 inline std::size_t e6_default_bound_bytes() {
-  if (const char* s = std::getenv("ASYNCND_E6_BOUND_MB")) {
-    const double mb = std::atof(s);
-    if (mb > 0) return static_cast<std::size_t>(mb * 1e6);
-  }
-  return 3 * 1024 * 2048 * sizeof(float);
+  const char* s = std::getenv("ASYNCND_E6_BOUND_MB");
+  if (!s) return 3 * 1024 * 2048 * sizeof(float);
+  return static_cast<std::size_t>(e6_env_number("ASYNCND_E6_BOUND_MB", s, 1e9, false) * 1e6);
 }
 
 struct E6Config {
@@ -448,11 +471,29 @@ inline asyncnd::nn::Sequential e6_make_net() {
 
 // One run: a fresh network (same seed, so every mode does the same arithmetic), a warm-up batch
 // (deferred parameter creation, allocator and BLAS set-up) outside the measurement, then
-// `num_batches` batches. The engine's byte bound is switched off for kNoSync, set for kBounded,
-// left as the engine started for kSync and kDefault; restored after (Engine::reset_max_inflight).
+// `num_batches` batches. Each mode starts from the engine's own bounds (reset_max_inflight: those
+// it started with); the byte bound is then switched off for kNoSync and set to cfg.bound_bytes
+// for kBounded. The bounds the caller had are put back after, also when the run throws.
 inline E6Result e6(E6Mode mode, const E6Config& cfg) {
   using namespace asyncnd;
+  if (cfg.num_batches < 1)
+    throw Error("chapter::e6: num_batches must be >= 1, got " + std::to_string(cfg.num_batches));
+  if (mode == E6Mode::kBounded && cfg.bound_bytes == 0)
+    throw Error("chapter::e6: the bounded mode needs a byte bound above 0 (E6Config::bound_bytes;"
+                " 0 is no bound at all)");
   Engine& eng = engine();
+  struct CallersBounds {
+    Engine& eng;
+    std::size_t ops = eng.max_inflight_ops(), bytes = eng.max_inflight_bytes();
+    BoundSource source = eng.stats().max_inflight_bytes_source;
+    ~CallersBounds() {
+      eng.reset_max_inflight();
+      if (eng.max_inflight_ops() != ops || eng.max_inflight_bytes() != bytes ||
+          eng.stats().max_inflight_bytes_source != source)
+        eng.set_max_inflight(ops, bytes);
+    }
+  } callers{eng};
+  eng.reset_max_inflight();
   nd::seed(cfg.seed);
   nn::Sequential net = e6_make_net();
   nn::L2Loss loss;
@@ -516,8 +557,7 @@ inline E6Result e6(E6Mode mode, const E6Config& cfg) {
   r.per_batch_ms = h.size() > 1 ? 1e3 * (h.back() - h.front()) / static_cast<double>(h.size() - 1)
                                 : 0.0;
   r.final_loss = l.defined() ? l.mean().item() : 0.0;
-  if (mode == E6Mode::kNoSync || mode == E6Mode::kBounded) eng.reset_max_inflight();
-  return r;
+  return r;  // the caller's bounds come back here (callers)
 }
 
 // ---- E7: CPU vs GPU ------------------------------------------------------------------------------

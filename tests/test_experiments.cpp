@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +113,79 @@ TEST_CASE("E6: the MLP trained four ways, on_next where the chapter prints, the 
       CHECK(engine().max_inflight_bytes() == bytes);
     }
   });
+}
+
+// Found by an audit: e6 put back the engine's startup bounds, not the caller's; its default mode
+// ran with the caller's bound; a throw left the bound off; 0 batches reported the clock's epoch
+// as the run time; the bounded mode with a bound of 0 ran unbounded under that name.
+TEST_CASE("E6 puts back the caller's bounds and refuses configs it cannot run", "[experiments]") {
+  leak_checked([] {
+    Engine& eng = engine();
+    const std::size_t own_ops = eng.max_inflight_ops(), own_bytes = eng.max_inflight_bytes();
+    chapter::E6Config cfg;
+    cfg.num_batches = 2;
+    cfg.batch_size = 16;
+    cfg.features = 8;
+    cfg.bound_bytes = 1 << 20;
+    eng.set_max_inflight(1000, 12345678);
+    const chapter::E6Result d = chapter::e6(chapter::E6Mode::kDefault, cfg);
+    CHECK(d.bound_mb == Approx(own_bytes / 1e6));  // the engine's own bound, not the caller's
+    CHECK(std::string(d.bound_source) != "user");
+    chapter::e6(chapter::E6Mode::kBounded, cfg);
+    CHECK(eng.max_inflight_ops() == 1000);
+    CHECK(eng.max_inflight_bytes() == 12345678);
+    cfg.on_next = [](int given, double) {
+      if (given == 1) throw Error("on_next failed");
+    };
+    CHECK_THROWS_WITH(chapter::e6(chapter::E6Mode::kNoSync, cfg), "on_next failed");
+    nd::waitall();
+    CHECK(eng.max_inflight_bytes() == 12345678);
+    CHECK(eng.stats().max_inflight_bytes_source == BoundSource::kUser);
+    cfg.on_next = nullptr;
+    eng.reset_max_inflight();
+    chapter::e6(chapter::E6Mode::kSync, cfg);
+    CHECK(eng.max_inflight_ops() == own_ops);
+    CHECK(eng.max_inflight_bytes() == own_bytes);
+    CHECK(eng.stats().max_inflight_bytes_source != BoundSource::kUser);  // still the engine's own
+    chapter::E6Config zero = cfg;
+    zero.num_batches = 0;
+    CHECK_THROWS_WITH(chapter::e6(chapter::E6Mode::kSync, zero),
+                      "chapter::e6: num_batches must be >= 1, got 0");
+    chapter::E6Config unbounded = cfg;
+    unbounded.bound_bytes = 0;
+    CHECK_THROWS_WITH(chapter::e6(chapter::E6Mode::kBounded, unbounded),
+                      Catch::Contains("the bounded mode needs a byte bound above 0"));
+  });
+}
+
+TEST_CASE("E1 and E5 refuse counts below 1 and E6 reads its variables strictly", "[experiments]") {
+  chapter::E1Config e1;
+  e1.iters = 0;
+  CHECK_THROWS_WITH(chapter::e1(e1), Catch::Contains("chapter::e1: iters and n must be >= 1"));
+  chapter::E5Config e5;
+  e5.n = 0;
+  CHECK_THROWS_WITH(chapter::e5(e5), Catch::Contains("chapter::e5: n must be >= 1"));
+  for (const char* bad : {"2.5", "10abc", "abc", "-4", "0", "", "1e7"}) {
+    INFO("ASYNCND_E6_BATCHES=" << bad);
+    ::setenv("ASYNCND_E6_BATCHES", bad, 1);
+    CHECK_THROWS_WITH(chapter::e6_default_batches(),
+                      std::string("ASYNCND_E6_BATCHES: expected a whole number from 1 to ") +
+                          "1000000, got '" + bad + "'");
+  }
+  ::setenv("ASYNCND_E6_BATCHES", "7", 1);
+  CHECK(chapter::e6_default_batches() == 7);
+  ::setenv("ASYNCND_E6_BATCHES", "1e3", 1);  // atoi read it as 1
+  CHECK(chapter::e6_default_batches() == 1000);
+  ::unsetenv("ASYNCND_E6_BATCHES");
+  CHECK(chapter::e6_default_batches() == 100);
+  for (const char* bad : {"-5", "abc", "0"}) {
+    ::setenv("ASYNCND_E6_BOUND_MB", bad, 1);
+    CHECK_THROWS_WITH(chapter::e6_default_bound_bytes(), Catch::Contains("ASYNCND_E6_BOUND_MB"));
+  }
+  ::setenv("ASYNCND_E6_BOUND_MB", "2.5", 1);
+  CHECK(chapter::e6_default_bound_bytes() == 2500000);
+  ::unsetenv("ASYNCND_E6_BOUND_MB");
+  CHECK(chapter::e6_default_bound_bytes() == 3u * 1024 * 2048 * sizeof(float));
 }
 
 TEST_CASE("E7: runs on a GPU, or says why not", "[experiments]") {

@@ -114,7 +114,9 @@ nd.seed(42);
     console.log(`  ${title}`);
     if (r.error) console.log(`    STOPPED after ${r.batchesDone} of ${r.batches} batches: ${r.error}`);
     console.log(`    engine peak ${mb(r.peakBytes)}   process RSS peak ${mb(r.rssPeakBytes)}   wasm memory ${mb(r.heapPeakBytes)}`);
-    console.log(`    time per batch handed out ${(r.batchS * 1e3).toFixed(2).padStart(8)} ms   total ${r.totalS.toFixed(2)} s`);
+    // batchS is NaN for one batch (no interval between two handed out).
+    const perBatch = Number.isFinite(r.batchS) ? `${(r.batchS * 1e3).toFixed(2).padStart(8)} ms` : '     n/a (one batch)';
+    console.log(`    time per batch handed out ${perBatch}   total ${r.totalS.toFixed(2)} s`);
   };
   // The unbounded run last: the wasm memory grows and never shrinks, so it would inflate the
   // RSS of any run after it.
