@@ -302,6 +302,73 @@ TEST_CASE("a long recorded graph that is never backpropagated is freed without r
   CHECK(after.live_vars == before.live_vars);
 }
 
+// An op that used an array twice (y * y) holds two handles to it: the release took neither node
+// (neither was the sole owner while the other was there), and the chain was freed recursively.
+TEST_CASE("a long recorded chain using each array twice is freed without recursion",
+          "[autograd]") {
+  const auto before = engine().stats();
+  {
+    NDArray x = nd::ones({1});
+    x.attach_grad();
+    NDArray y = x;
+    autograd::Record rec;
+    const std::int64_t n = scaled(200000, 50000);
+    for (std::int64_t i = 0; i < n; ++i) y = y * y;  // an 8 MB stack overflowed at ~50 000
+  }
+  engine().waitall();
+  const auto after = engine().stats();
+  CHECK(after.bytes_in_use == before.bytes_in_use);
+  CHECK(after.live_vars == before.live_vars);
+}
+
+// Backward writes the leaves' grad() buffers as it goes; a recorded op that read one (as a
+// constant) had its gradient computed from the new gradient, or from the old, as the order of
+// the expression fell. Both orders, and a parameter whose product gradient goes straight into
+// its buffer, now read the values the ops recorded.
+TEST_CASE("a graph that reads a grad buffer sees the values it recorded", "[autograd]") {
+  for (bool c_first : {true, false}) {
+    INFO("c * x.grad() " << (c_first ? "first" : "second"));
+    NDArray x = nd::from_vector({1, 2, 3}, {3}), c = nd::from_vector({5, 5, 5}, {3});
+    x.attach_grad();
+    c.attach_grad();
+    {
+      NDArray y;
+      {
+        autograd::Record rec;
+        y = (x * 10.0f).sum();
+      }
+      y.backward();  // x.grad() = [10, 10, 10]
+    }
+    NDArray xg = x.grad(), l;
+    {
+      autograd::Record rec;
+      l = c_first ? (c * xg).sum() + (x * x).sum() : (x * x).sum() + (c * xg).sum();
+    }
+    l.backward();
+    check_exact(c.grad().to_vector(), {10, 10, 10}, "c.grad: x.grad() as recorded");
+    check_exact(x.grad().to_vector(), {2, 4, 6}, "x.grad");
+  }
+  NDArray w = nd::from_vector({1, 2, 3, 4}, {2, 2}), z = nd::ones({2, 2});
+  w.attach_grad();
+  z.attach_grad();
+  {
+    NDArray y;
+    {
+      autograd::Record rec;
+      y = (w * 3.0f).sum();
+    }
+    y.backward();  // w.grad() = 3s
+  }
+  NDArray wg = w.grad(), l;
+  {
+    autograd::Record rec;
+    l = nd::dot(z * wg, w).sum();
+  }
+  l.backward();
+  check_exact(w.grad().to_vector(), {6, 6, 6, 6}, "w.grad");
+  check_exact(z.grad().to_vector(), {9, 21, 9, 21}, "z.grad: 3 * [3, 7, 3, 7]");
+}
+
 TEST_CASE("autograd errors name the call and the shapes, queuing nothing", "[autograd][errors]") {
   NDArray x = nd::ones({2, 3});
   NDArray s = x.sum(), wrong = nd::ones({3, 2}), right = nd::ones({2, 3});

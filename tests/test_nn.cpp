@@ -63,6 +63,7 @@ TEST_CASE("nn errors name the layer and the shapes, queuing nothing", "[nn][erro
   // Named where it is made, not at the first forward pass by random_uniform / random_normal.
   expect_error([] { nn::Dense(4, "", true, 0, nn::Init::uniform(-0.1f)); }, {"Dense", "scale", "-0.1"});
   expect_error([] { nn::Dense(4, "", true, 0, nn::Init::normal(NAN)); }, {"Dense", "scale", "nan"});
+  expect_error([] { nn::L2Loss(NAN); }, {"L2Loss: weight must be finite, got nan"});  // NaN losses
   // A small negative scale is not shown as -0.000000.
   expect_error([] { nn::Dense(4, "", true, 0, nn::Init::uniform(-1e-7f)); },
                {"Dense: the initialiser's scale must be finite and >= 0, got -1e-07"});

@@ -4,6 +4,7 @@
 // network or trainer still uses: the storage goes with the last C++ handle.
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +22,9 @@ struct Object {
   Kind kind;
   nn::Block block;      // kDense, kSequential
   nn::Sequential seq;   // kSequential
-  nn::Dense dense{1};   // kDense (a placeholder otherwise)
+  // kDense. Made only for a Dense: a placeholder Dense in every object took a layer number, and
+  // the first layer a script made was dense1, not Gluon's dense0.
+  std::optional<nn::Dense> dense;
   nn::Parameter param;  // kParameter
   std::shared_ptr<nn::SGD> sgd;
 };
@@ -144,8 +147,8 @@ int nn_dense(double units, std::string activation, bool use_bias, double in_unit
         }
         auto o = std::make_unique<Object>();
         o->kind = Kind::kDense;
-        o->dense = nn::Dense(u, activation, use_bias, in, init);
-        o->block = o->dense;
+        o->dense.emplace(u, activation, use_bias, in, init);
+        o->block = *o->dense;
         return put_object(std::move(o));
       },
       -1);
@@ -199,7 +202,7 @@ int nn_dense_param(int dense, bool bias) {
   return guarded(
       [&] {
         const Object& o = object_of(dense, Kind::kDense, bias ? "Dense.bias" : "Dense.weight");
-        const nn::Parameter p = bias ? o.dense.bias() : o.dense.weight();
+        const nn::Parameter p = bias ? o.dense->bias() : o.dense->weight();
         return p.defined() ? put_parameter(p) : -2;  // -2: no bias (not an error)
       },
       -1);

@@ -319,6 +319,9 @@ function makeApi(M, threads, simd) {
       const problem = optionsProblem('backward', options, ['retainGraph']);
       if (problem) throw problem;
       const { retainGraph = false } = options;
+      if (typeof retainGraph !== 'boolean') {  // 'false' kept the graph
+        throw new TypeError(`backward: retainGraph must be a boolean, got ${show(retainGraph)}`);
+      }
       const h = this._handle('backward');
       const head = headGrad === undefined || headGrad === null ? -1 : asArray(headGrad, 'backward');
       check(M.backward(h, head, !!retainGraph));
@@ -700,6 +703,7 @@ function makeApi(M, threads, simd) {
         }
       }
       if (result && typeof result.then === 'function') {
+        result.then(null, () => {});  // refused here: its own rejection must not end the process
         throw new Error('tidy: fn returned a Promise; tidy scopes are synchronous (await outside tidy)');
       }
       return result;
@@ -792,6 +796,7 @@ function makeApi(M, threads, simd) {
         M.setRecording(prev);
       }
       if (result && typeof result.then === 'function') {
+        result.then(null, () => {});  // refused here: its own rejection must not end the process
         throw new Error(`${op}: fn returned a Promise; recording is synchronous (await outside it)`);
       }
       return result;
@@ -803,7 +808,7 @@ function makeApi(M, threads, simd) {
       pause: (fn) => withRecording(false, fn, 'autograd.pause'),
       isRecording: () => M.isRecording(),
       backward: (y, headGrad, options) => {
-        if (!(y instanceof NDArray)) throw new TypeError('autograd.backward: expected an NDArray');
+        if (!(y instanceof NDArray)) asArray(y, 'autograd.backward');  // throws, naming another load's arrays
         y.backward(headGrad, options);
       },
     };
@@ -936,17 +941,33 @@ function makeApi(M, threads, simd) {
 
     // Gluon's L2Loss: 0.5 * weight * (pred - label)^2 averaged over every axis but the first:
     // one value per example. A plain value (no C++ object): delete() does nothing.
+    // A weight must be a finite float32 (NaN gave NaN losses, 1e39 infinite ones).
+    const lossWeight = (w) => {
+      if (!Number.isFinite(floatParam('nn.L2Loss', 'weight', w))) {
+        throw new Error(`nn.L2Loss: weight must be finite, got ${w}`);
+      }
+      return w;
+    };
     class L2Loss {
-      constructor(weight = 1) { this.weight = numArg('nn.L2Loss', 'weight', weight); }
+      constructor(weight = 1) { this.weight = lossWeight(weight); }
       forward(pred, label) {
         // Checked here too: weight is a plain property ('x' gave NaN losses, null zeros).
-        const weight = numArg('nn.L2Loss', 'weight', this.weight);
+        const weight = lossWeight(this.weight);
         return wrap(M.nnL2Loss(weight, asArray(pred, 'L2Loss'), asArray(label, 'L2Loss')));
       }
       call(pred, label) { return this.forward(pred, label); }
       delete() {}
     }
 
+    // A learning rate as given, before float32: 1e39 was reported as inf, and 1e-50 became 0, so
+    // that nothing trained while the getter said 1e-50.
+    const learningRateArg = (op, what, lr) => {
+      floatParam(op, what, lr);
+      if (lr !== 0 && Math.fround(lr) === 0) {
+        throw new Error(`${op}: ${what} ${lr} is 0 in float32: nothing would train`);
+      }
+      return lr;
+    };
     class SGD extends NnObject {
       // params: an array of Parameters (or a Block: its parameters). The trainer keeps its own
       // handles: deleting the Parameter objects afterwards is fine.
@@ -959,7 +980,7 @@ function makeApi(M, threads, simd) {
           return p._object('nn.SGD');
         });
         try {
-          super(M.nnSgd(ids, numArg('nn.SGD', 'learningRate', learningRate)));
+          super(M.nnSgd(ids, learningRateArg('nn.SGD', 'learningRate', learningRate)));
         } finally {
           if (owned) owned.forEach((p) => p.delete());
         }
@@ -980,7 +1001,7 @@ function makeApi(M, threads, simd) {
       }
       get learningRate() { return this._lr; }
       set learningRate(lr) {
-        check(M.nnSgdSetLr(this._object('SGD.learningRate'), numArg('SGD.learningRate', 'value', lr)));
+        check(M.nnSgdSetLr(this._object('SGD.learningRate'), learningRateArg('SGD.learningRate', 'value', lr)));
         this._lr = lr;
       }
     }

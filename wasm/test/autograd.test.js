@@ -320,3 +320,38 @@ test('running out of WebAssembly memory is an Error at the call; training goes o
   });
   d.delete();
 });
+
+// Found by an audit: options and floats checked as given; a refused async fn's own rejection
+// does not end the process; objects that are not layers take no layer number.
+test('autograd and nn arguments are checked as given, and layer numbers go to layers only', async () => {
+  const nd = await loading;
+  nd.tidy(() => {
+    const x = nd.ones([2]);
+    x.attachGrad();
+    const y = nd.autograd.record(() => x.mul(2).sum());
+    assert.throws(() => y.backward(null, { retainGraph: 'false' }),
+                  { name: 'TypeError', message: "backward: retainGraph must be a boolean, got 'false'" });
+    y.backward();
+  });
+  const d = nd.nn.Dense(1, '', { inUnits: 1 });
+  assert.throws(() => nd.nn.SGD(d, 1e-50), /^Error: nn\.SGD: learningRate 1e-50 is 0 in float32: nothing would train$/);
+  assert.throws(() => nd.nn.SGD(d, 1e39), /^Error: nn\.SGD: learningRate must be within float32's range, got 1e\+39$/);
+  const sgd = nd.nn.SGD(d, 0.1);
+  assert.throws(() => { sgd.learningRate = 1e-50; }, /^Error: SGD\.learningRate: value 1e-50 is 0 in float32/);
+  assert.equal(sgd.learningRate, 0.1);
+  assert.throws(() => nd.nn.L2Loss(NaN), /^Error: nn\.L2Loss: weight must be finite, got NaN$/);
+  assert.throws(() => nd.nn.L2Loss(1e39), /^Error: nn\.L2Loss: weight must be within float32's range/);
+  // An async fn is refused; its later rejection is handled here, not left to end the process.
+  assert.throws(() => nd.autograd.record(async () => { throw new Error('inside async fn'); }),
+                /fn returned a Promise/);
+  assert.throws(() => nd.tidy(async () => { throw new Error('inside async fn'); }), /fn returned a Promise/);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  // Two layers made around a Sequential and a trainer get consecutive numbers.
+  const a = nd.nn.Dense(1, '', { inUnits: 1 });
+  const s = nd.nn.Sequential();
+  const t = nd.nn.SGD(a, 0.1);
+  const b = nd.nn.Dense(1, '', { inUnits: 1 });
+  const num = (layer) => Number(/^dense(\d+)_weight$/.exec(layer.weight.name)[1]);
+  assert.equal(num(b), num(a) + 1);
+  for (const o of [d, sgd, a, s, t, b]) o.delete();
+});

@@ -129,7 +129,8 @@ NDArray relu(const NDArray& x);
 // a [N,1] prediction), else must broadcast to it.
 class L2Loss {
  public:
-  explicit L2Loss(float weight = 1.0f) : weight_(weight) {}
+  // Throws asyncnd::Error for a weight that is not finite (NaN gave NaN losses).
+  explicit L2Loss(float weight = 1.0f);
   NDArray operator()(const NDArray& pred, const NDArray& label) const;
 
  private:

@@ -2,6 +2,7 @@
 // of the recorded graph in reverse topological order that queues each node's gradient ops).
 #include "asyncnd/autograd.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -28,14 +29,18 @@ bool needs_grad(const AutogradInfo* ag) {
 Node::~Node() {
   std::vector<std::shared_ptr<Node>> pending;
   const auto release = [&pending](std::vector<NDArray>& ins) {
-    for (NDArray& in : ins) {
+    // One handle at a time, each dying at the end of its step: an op that used an array twice
+    // (y * y) holds two handles to it, and only the last is the sole owner. Checking all first and
+    // then clearing took neither node, and the clear destroyed the chain recursively.
+    while (!ins.empty()) {
+      NDArray in = std::move(ins.back());
+      ins.pop_back();
       // The last handle to an array: its node would die with it, recursively. Take it instead.
       if (in.defined() && in.sole_autograd_owner() && in.autograd_info_if_any()) {
         std::shared_ptr<Node>& n = in.autograd_info().node;
         if (n && n.use_count() == 1) pending.push_back(std::move(n));
       }
     }
-    ins.clear();
   };
   release(inputs);
   while (!pending.empty()) {
@@ -217,6 +222,26 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
   }
 
   autograd::Pause pause;  // the gradient ops are not recorded
+  // Backward writes the leaves' grad() buffers as it goes. A recorded op that read such a buffer
+  // (c * x.grad()) had its gradient op read the buffer after that write, or before it, as the
+  // order of the expression fell (b + a right, a + b wrong). Such an input is copied once, before
+  // anything is queued, and the copy stands for it (it holds the values the op recorded: the
+  // version check above found the buffer unchanged since).
+  {
+    std::vector<const detail::Chunk*> buffers;
+    for (const AutogradInfo* info : order)
+      if (info->requires_grad && info->grad.defined()) buffers.push_back(info->grad.chunk().get());
+    for (const AutogradInfo* info : order) {
+      if (!info->node || buffers.empty()) continue;
+      detail::Node& node = *info->node;
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        // A buffer is a constant here (no gradient flows to it), so its handle may be replaced.
+        const detail::Chunk* c = node.inputs[i].defined() ? node.inputs[i].chunk().get() : nullptr;
+        if (c && !node.needs[i] && std::find(buffers.begin(), buffers.end(), c) != buffers.end())
+          node.inputs[i] = node.inputs[i].copy();
+      }
+    }
+  }
   NDArray seed = head_grad.defined() ? head_grad : nd::ones(head.shape(), head.device());
   // Backward writes parameters' gradients into their grad() buffers while other gradient ops
   // still read the head gradient: a head gradient that is (a view of) such a buffer, as in

@@ -382,6 +382,11 @@ std::size_t Sequential::size() const {
 
 // ---- L2Loss -------------------------------------------------------------------------------
 
+L2Loss::L2Loss(float weight) : weight_(weight) {
+  if (!std::isfinite(weight))
+    throw Error("L2Loss: weight must be finite, got " + detail::num_text(weight));
+}
+
 NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
   static const char* kOp = "L2Loss";
   detail::check_defined(kOp, pred);
