@@ -173,8 +173,9 @@ function cpuLimit() {
 }
 
 function defaultThreads() {
-  // As natively: one worker per CPU but one, which the JavaScript thread keeps.
-  return Math.max(1, cpuLimit().cpus - 1);
+  // As natively: one worker per CPU but one, which the JavaScript thread keeps; at most
+  // MAX_THREADS (on a machine of more than 65 CPUs the default was refused by load's own check).
+  return Math.min(MAX_THREADS, Math.max(1, cpuLimit().cpus - 1));
 }
 
 // The op codes: an op's index in its list of the module's op table (core's op_table.h, exported

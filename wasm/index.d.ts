@@ -314,7 +314,8 @@ export interface Asyncnd {
      * Backpressure: a push waits while more ops (or bytes of outputs) are in flight. 0 = none.
      * Replaces both bounds, the defaults included (524288 ops and a quarter of the module's
      * maximum heap, 512 MiB; in Node ASYNCND_MAX_INFLIGHT_OPS / _BYTES replace those at load).
-     * Throws an Error for a negative or fractional value.
+     * Throws for a non-object, an unknown key, or a value that is not an integer from 0 to
+     * 2^32 - 1.
      */
     setMaxInflight(bound?: { ops?: number; bytes?: number }): void;
     /** Restores the bounds the engine started with (the defaults, or the environment's). */
@@ -338,7 +339,8 @@ export interface Asyncnd {
 }
 
 export interface LoadOptions {
-  /** Engine worker threads (Web Workers); default cpuLimit().cpus - 1, at least 1. */
+  /** Engine worker threads (Web Workers), 1 to 64; default cpuLimit().cpus - 1, at least 1 and
+   *  at most 64. */
   threads?: number;
   /** Browsers: the URL of dist/asyncnd.js (default: next to index.browser.mjs when imported as
    *  an ES module; next to index.cjs on a page with classic scripts; required in a classic Web

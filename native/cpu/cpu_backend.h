@@ -1,6 +1,6 @@
-// The native CPU backend: 64-byte aligned host memory and SGEMM through OpenBLAS (or
-// detail::portable_sgemm when built with ASYNCND_WITH_OPENBLAS=OFF). Not installed: for native/
-// and bench/.
+// The native CPU backend: 64-byte aligned host memory and SGEMM through OpenBLAS, asyncnd's
+// AVX-512 or AVX2 GEMM, or the portable GEMM (gemm_select.h chooses, with or without OpenBLAS).
+// Not installed: for native/ and bench/.
 #pragma once
 
 #include <cstddef>

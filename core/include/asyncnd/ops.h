@@ -27,7 +27,9 @@ NDArray from_vector(std::vector<float> values, Shape shape, Device device = {});
 
 // Random numbers: counter-based (Philox4x32-10). Each call takes the next stream of the global
 // seed at the call, so the values depend only on the seed and the order of the calls, never on
-// scheduling, worker count or backend.
+// scheduling, worker count or backend. random_uniform draws from [lo, hi): finite lo <= hi with
+// hi - lo finite in float; random_normal: a finite mean, stddev >= 0, and |mean| + 5.77 stddev
+// within float's range (no draw is further from the mean). Other values throw asyncnd::Error.
 void seed(std::uint64_t seed);
 NDArray random_uniform(Shape shape, float lo = 0.0f, float hi = 1.0f, Device device = {});
 NDArray random_normal(Shape shape, float mean = 0.0f, float stddev = 1.0f, Device device = {});
