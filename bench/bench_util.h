@@ -219,6 +219,16 @@ inline std::string field_value(std::istream& text, const char* key) {
 // a VM may name only the line, "AMD EPYC", which spans Zen 2 to Zen 5), else lscpu's "Vendor ID"
 // and "Model name" (64-bit ARM's /proc/cpuinfo has only implementer and part numbers, which lscpu
 // names, e.g. "ARM Neoverse-N1"), else "unknown".
+// `s` as a JSON string, quotes included (control characters dropped).
+inline std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
 inline std::string cpu_model() {
   auto cpuinfo = [](const char* key) {
     std::ifstream in("/proc/cpuinfo");

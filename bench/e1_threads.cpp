@@ -188,7 +188,9 @@ int main(int argc, char** argv) {
     if (child) {  // four lines per worker count for the parent: the default, and 1
       for (int w : {deflt, 1}) {
         EngineOptions o = EngineOptions::from_env();
-        o.cpu_workers = w;
+        // The default row is the default engine (from_env as it is): an explicit count, even the
+        // same one, leaves out the chunk helper the default engine has.
+        if (w != deflt) o.cpu_workers = w;
         configure_engine(o);
         const E1Times t = e1_medians();
         std::printf("e1t_w%d_sync_s %.5f\ne1t_w%d_engine_s %.5f\ne1t_w%d_first_sync_s %.5f\n"
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
                 kReps, "workers", "sync", "engine", "engine/sync", "first sync", "first engine");
     for (int w : counts) {
       EngineOptions o = EngineOptions::from_env();
-      o.cpu_workers = w;
+      if (w != deflt) o.cpu_workers = w;  // the default row: the default engine, as above
       configure_engine(o);
       const E1Times t = e1_medians();
       std::printf("  %-8d %10.4f %10.4f %14.2f %12.4f %12.4f\n", w, t.sync_s, t.engine_s,
@@ -290,9 +292,9 @@ int main(int argc, char** argv) {
       char date[32];
       const std::time_t now = std::time(nullptr);
       std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-      f << "{\n  \"machine\": {\"cpu_model\": \"" << asyncnd_bench::cpu_model()
-        << "\", \"blas_core\": \"" << detail::cpu_blas_corename() << "\", \"date\": \"" << date
-        << "\"}";
+      f << "{\n  \"machine\": {\"cpu_model\": " << asyncnd_bench::json_str(asyncnd_bench::cpu_model())
+        << ", \"blas_core\": " << asyncnd_bench::json_str(detail::cpu_blas_corename())
+        << ", \"date\": \"" << date << "\"}";
       for (const auto& [k, v] : g_figures) f << ",\n  \"" << k << "\": " << v;
       f << "\n}\n";
       const std::filesystem::path trace_path =

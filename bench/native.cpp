@@ -20,6 +20,7 @@
 #include "experiments/chapter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -59,6 +60,13 @@ std::vector<Figure> g_figures;
 }  // namespace
 
 void asyncnd_bench::native::record(const std::string& key, double value, const std::string& what) {
+  // NaN or inf would be written as bare `nan`/`inf`, which no JSON reader takes: one bad figure
+  // made the whole file unreadable, and check-targets reported every native goal missing.
+  if (!std::isfinite(value)) {
+    std::fprintf(stderr, "bench_native: %s is %g, not a number: left out of the JSON\n",
+                 key.c_str(), value);
+    return;
+  }
   g_figures.push_back({key, value, what});
   std::printf("  %-32s %14.4f   %s\n", key.c_str(), value, what.c_str());
   std::fflush(stdout);
@@ -297,7 +305,7 @@ void bench_e5() {
   record("e5_sync_s", sync_s, "wait_to_read after each of the 10000 adds");
   record("e5_async_s", async_s, "nd::waitall once at the end");
   record("e5_speedup", sync_s / async_s, "e5_sync_s / e5_async_s");
-  record("e5_t1_us", median(t1) * 1e6, "push: one y = x + 1 queued while the backend is idle (median per step)");
+  record("e5_t1_us", median(t1) * 1e6, "push: one y = x + 1 queued while the backend is idle (mean per step)");
   record("e5_async_step_us", median(push) / n * 1e6,
          "push in the async loop, per step (frontend and worker contend)");
   record("e5_t2_us", median(t2) * 1e6, "compute: median start..end of a profiled add");
@@ -436,14 +444,7 @@ void bench_torch(const std::string& exe_dir, int threads, bool e5_only) {
 
 // ---- machine and output ------------------------------------------------------------------
 
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
+using asyncnd_bench::json_str;
 
 // OpenBLAS's core as the backend left it (cpu_gemm() starts the backend, which may switch it),
 // whichever GEMM runs (machine.gemm says that); "none" in a build without OpenBLAS (it said our

@@ -26,14 +26,22 @@ import torch
 
 
 def blas_core():
-    for name in ("libopenblas.so.0", "libopenblasp-r0.3.21.so"):
-        try:
-            lib = ctypes.CDLL(name)
-            lib.openblas_get_corename.restype = ctypes.c_char_p
-            return lib.openblas_get_corename().decode()
-        except OSError:
-            continue
-    return "unknown (no libopenblas.so.0 loaded: this PyTorch has its own BLAS)"
+    # The OpenBLAS this process mapped when torch was imported (Debian's torch reaches it through
+    # libblas.so.3), not one loaded here for the question: that would answer even for a PyTorch
+    # with a BLAS of its own.
+    try:
+        with open("/proc/self/maps") as maps:
+            mapped = sorted({line.split()[-1] for line in maps if "libopenblas" in line})
+    except OSError:
+        mapped = []
+    if not mapped:
+        return "none mapped (this PyTorch does not use OpenBLAS)"
+    try:
+        lib = ctypes.CDLL(mapped[0])
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode() + " (" + mapped[0] + ")"
+    except (OSError, AttributeError):
+        return "unknown (" + mapped[0] + ")"
 
 
 def e5_step_us(n=10000, device="cpu", sync_each=False):
