@@ -1380,9 +1380,13 @@ EngineImpl::DeviceMem& EngineImpl::mem_more(Device d) noexcept {
 
 void EngineImpl::note_alloc(Device device, std::size_t bytes) noexcept {
   DeviceMem& m = mem_for(device);
-  const std::uint64_t freed = m.freed.load(std::memory_order_acquire);
-  const std::int64_t now = static_cast<std::int64_t>(
-      m.allocated.fetch_add(bytes, std::memory_order_acq_rel) + bytes - freed);
+  // The freed count is read after the add: a free that races with it then makes `now` smaller
+  // than the bytes in use at the add, never larger, so the peak is one the program reached. (Read
+  // before, a free and another thread's allocation in between counted the freed bytes twice:
+  // 100 in use, one frees 100 and another allocates 100, then this 100 made a peak of 300.)
+  const std::uint64_t allocated = m.allocated.fetch_add(bytes, std::memory_order_acq_rel) + bytes;
+  const std::int64_t now =
+      static_cast<std::int64_t>(allocated - m.freed.load(std::memory_order_acquire));
   std::int64_t peak = m.peak.load(std::memory_order_relaxed);
   while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {
   }

@@ -637,7 +637,7 @@ class EngineImpl {
     // Bytes allocated and freed, each only growing, on lines of their own: the thread that
     // allocates an array is often not the one that frees it (a worker runs the deletion of an
     // array whose last handle went while ops were queued on it). The peak is the allocating
-    // side's.
+    // side's, never above what was in use at some moment (note_alloc).
     alignas(64) std::atomic<std::uint64_t> allocated{0};
     std::atomic<std::int64_t> peak{0};
     alignas(64) std::atomic<std::uint64_t> freed{0};
