@@ -194,7 +194,14 @@ const JS_OP_NAMES = { broadcast_to: 'broadcastTo', copy_to: 'copyTo' };
 // be decoded directly).
 const UTF8 = new TextDecoder();
 function takeError(M) {
-  return UTF8.decode(M.takeError().slice());
+  const text = UTF8.decode(M.takeError().slice());
+  const left = M.asyncndLeftToCollector ? M.asyncndLeftToCollector() : 0;
+  if (left === 0 || !text.includes('out of WebAssembly memory')) return text;
+  // JavaScript's collector does not see the heap inside WebAssembly, so it is not prompted by it
+  // filling: arrays dropped without delete() may all still hold their storage here.
+  return `${text} (${left} array${left === 1 ? '' : 's'} not deleted and in no tidy scope, so left ` +
+    'to the garbage collector, which the WebAssembly heap filling does not prompt to run: an array ' +
+    'dropped without delete() may still hold its storage; delete() or nd.tidy free at once)';
 }
 function jsOpName(message) {
   const m = /^(\w+):/.exec(message);
@@ -227,7 +234,12 @@ function makeApi(M, threads, simd) {
   // stays short. An array made inside nd.tidy needs no safety net while its scope is open (the
   // scope deletes it, and scopes are synchronous): it is listed only if it leaves every scope alive
   // (returned from the outermost one, or nd.keep).
-  const registry = new FinalizationRegistry((h) => M.release(h));
+  let registered = 0;  // arrays in the registry: not deleted, not yet collected
+  const registry = new FinalizationRegistry((h) => {
+    --registered;
+    M.release(h);
+  });
+  M.asyncndLeftToCollector = () => registered + unregistered.filter((a) => a._h >= 0).length;
   const objectRegistry = new FinalizationRegistry((id) => M.nnRelease(id));
   const scopes = [];  // nd.tidy: one Set of arrays per open scope
   const kRegisterBatch = 4096;
@@ -240,6 +252,7 @@ function makeApi(M, threads, simd) {
       if (a._h >= 0) {
         registry.register(a, a._h, a);
         a._registered = true;
+        ++registered;
       }
     }
   }
@@ -289,7 +302,10 @@ function makeApi(M, threads, simd) {
     // Idempotent. Never blocks.
     delete() {
       if (this._h < 0) return;
-      if (this._registered) registry.unregister(this);
+      if (this._registered) {
+        registry.unregister(this);
+        --registered;
+      }
       M.release(this._h);
       this._h = -1;
       for (const s of scopes) s.delete(this);
@@ -685,15 +701,22 @@ function makeApi(M, threads, simd) {
     tidy(fn) {
       if (typeof fn !== 'function') throw new TypeError('tidy: expected a function');
       scopes.push(new Set());
-      let result, ok = false;
+      let result, ok = false, promise = false, unreadable = null;
       try {
         result = fn();
         ok = true;
       } finally {
         const scope = scopes.pop();
         const keep = new Set();
-        if (ok && result && typeof result.then === 'function') ok = false;  // a Promise: refuse
-        if (ok) collect(result, keep);
+        // Whatever fn returned, every array of the scope is deleted or kept below: a result that
+        // cannot be read (a `then` or prototype that throws) deletes them all and is refused.
+        try {
+          promise = ok && isThenable(result);
+          if (ok && !promise) collect(result, keep);
+        } catch (e) {
+          unreadable = e;
+          keep.clear();
+        }
         for (const a of scope) {
           if (keep.has(a)) {
             if (scopes.length) scopes[scopes.length - 1].add(a);
@@ -703,7 +726,11 @@ function makeApi(M, threads, simd) {
           }
         }
       }
-      if (result && typeof result.then === 'function') {
+      if (unreadable) {
+        throw new Error(`tidy: could not look for arrays in fn's result (${unreadable}); ` +
+                        'the arrays made in fn were deleted', { cause: unreadable });
+      }
+      if (promise) {
         result.then(null, () => {});  // refused here: its own rejection must not end the process
         throw new Error('tidy: fn returned a Promise; tidy scopes are synchronous (await outside tidy)');
       }
@@ -764,9 +791,17 @@ function makeApi(M, threads, simd) {
       start() { check(M.profilerStart()); },
       // Stops recording; returns the Chrome trace JSON (open it in Perfetto or chrome://tracing).
       stop() {
-        const s = M.profilerStop();
-        if (s === '' && M.hasError()) throw new Error(takeError(M));
-        return s;
+        const view = M.profilerStop();  // the text in the heap, freed once copied out
+        if (view === null) throw new Error(takeError(M));
+        try {
+          return UTF8.decode(view.slice());
+        } catch (e) {  // V8 makes no string of more than 2^29 - 24 characters (3 M ops or so)
+          throw new Error(`profiler.stop: could not make a string of the ${view.length}-byte trace ` +
+                          `(${e.message}); profiler.events() has the recording until the next start()`,
+                          { cause: e });
+        } finally {
+          M.profilerTraceRelease();
+        }
       },
       // The recorded ops as objects (name, device, worker, pushUs, startUs, endUs, reads, writes,
       // failed, skipped), until the next start().
@@ -1060,11 +1095,31 @@ function makeApi(M, threads, simd) {
     };
   }
 
-  function collect(x, keep) {
-    if (x instanceof NDArray) keep.add(x);
-    else if (Array.isArray(x)) x.forEach((y) => collect(y, keep));
-    else if (x && typeof x === 'object' && Object.getPrototypeOf(x) === Object.prototype) {
-      Object.values(x).forEach((y) => collect(y, keep));
+  function isThenable(x) {
+    return x !== null && (typeof x === 'object' || typeof x === 'function') &&
+      typeof x.then === 'function';
+  }
+  // The NDArrays in tidy's result: the result itself, or inside arrays and plain objects at any
+  // depth. Each object is looked at once (a result may share parts, or hold itself), without a
+  // stack per level, and only data properties are read: a getter is not called.
+  function collect(root, keep) {
+    const seen = new Set();
+    const todo = [root];
+    while (todo.length) {
+      const x = todo.pop();
+      if (x instanceof NDArray) {
+        keep.add(x);
+      } else if (x !== null && typeof x === 'object' && !seen.has(x)) {
+        seen.add(x);
+        if (Array.isArray(x)) {
+          for (let i = 0; i < x.length; ++i) todo.push(x[i]);
+        } else if (Object.getPrototypeOf(x) === Object.prototype) {
+          for (const key of Object.keys(x)) {
+            const d = Object.getOwnPropertyDescriptor(x, key);
+            if (d && 'value' in d) todo.push(d.value);
+          }
+        }
+      }
     }
   }
   return nd;

@@ -298,8 +298,10 @@ export interface Asyncnd {
   /** Blocking: waits for everything queued; throws the first failure nobody has seen yet. */
   waitAll(): void;
   /** Runs fn, then deletes the arrays it made except those it returns (also inside arrays or
-   *  plain objects) and those passed to keep(). fn must be synchronous. Never deletes nn objects
-   *  (networks, parameters, trainers) nor an array's x.grad (it goes with x). */
+   *  plain objects, at any depth; getters are not called) and those passed to keep(). fn must be
+   *  synchronous. A result that cannot be looked through (a `then` that throws) deletes them all
+   *  and throws. Never deletes nn objects (networks, parameters, trainers) nor an array's x.grad
+   *  (it goes with x). */
   tidy<T>(fn: () => T): T;
   keep<T extends NDArray>(x: T): T;
 
@@ -332,7 +334,8 @@ export interface Asyncnd {
   };
   profiler: {
     start(): void;
-    /** Stops recording; returns Chrome trace JSON. */
+    /** Stops recording; returns Chrome trace JSON. Throws where the JSON would be longer than a
+     *  string may be (past about 3 million ops in V8); events() still has the recording. */
     stop(): string;
     events(): ProfileEvent[];
   };

@@ -38,6 +38,11 @@ test('with the heap full, every call fails with an Error and the module goes on'
       // The allocator names the op; where even the engine's own records do not fit, the glue
       // says the heap is full (naming the op would need memory).
       assert.match(e.message, /^zeros: alloc: out of WebAssembly memory|^out of WebAssembly memory \(std::bad_alloc\)/);
+      // It counts the arrays left to the garbage collector (every one here: none was deleted),
+      // which the heap filling does not prompt to run.
+      const left = /\((\d+) arrays? not deleted and in no tidy scope, so left to the garbage collector/
+        .exec(e.message);
+      assert.ok(left && Number(left[1]) >= fill.length, e.message);
       bytes /= 2;
     }
   }

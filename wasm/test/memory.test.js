@@ -47,6 +47,61 @@ test('tidy deletes what it made except what it returns, nested; keep opts out', 
   assert.throws(() => nd.tidy(async () => nd.ones([3])), /tidy: fn returned a Promise/);
 });
 
+test('tidy finds arrays in any result: shared parts, cycles, deep nesting; getters are not run', async () => {
+  const nd = await loading;
+  nd.waitAll();
+  const live0 = nd.engine.stats().liveArrays;
+  // A cycle (a tree node with a parent link) used to overflow the stack, and every array of the
+  // scope stayed alive for good (nothing registers a scoped array with the collector).
+  const cyc = nd.tidy(() => {
+    nd.ones([10]);  // an intermediate: deleted
+    const out = { w: nd.ones([10]).mul(2) };
+    out.self = out;
+    return out;
+  });
+  assert.ok(!cyc.w.isDeleted);
+  assert.equal(nd.engine.stats().liveArrays - live0, 1);
+  cyc.w.delete();
+  // Shared parts, 40 levels deep: each level's object twice. Looked at once each, it is quick
+  // (visited twice per level, 2^40 visits).
+  const shared = nd.tidy(() => {
+    let node = { leaf: nd.ones([2]) };
+    for (let i = 0; i < 40; ++i) node = { l: node, r: node };
+    return node;
+  });
+  let leaf = shared;
+  while (!leaf.leaf) leaf = leaf.l;
+  assert.ok(!leaf.leaf.isDeleted);
+  leaf.leaf.delete();
+  // Nested 100 000 arrays deep: no stack per level.
+  const deep = nd.tidy(() => {
+    let node = [nd.ones([2])];
+    for (let i = 0; i < 100000; ++i) node = [node];
+    return node;
+  });
+  let inner = deep;
+  while (Array.isArray(inner)) inner = inner[0];
+  assert.ok(!inner.isDeleted);
+  inner.delete();
+  // A getter is not called: what it would give is not kept; the data property beside it is.
+  let called = false;
+  const withGetter = nd.tidy(() => {
+    const hidden = nd.ones([2]);
+    return { get g() { called = true; return hidden; }, a: nd.ones([2]) };
+  });
+  assert.equal(called, false);
+  assert.ok(!withGetter.a.isDeleted);
+  withGetter.a.delete();
+  assert.equal(nd.engine.stats().liveArrays, live0);
+  // A result that cannot be looked through (its `then` getter throws) deletes the scope's
+  // arrays and throws, saying so.
+  assert.throws(() => nd.tidy(() => {
+    nd.ones([2]);
+    return { get then() { throw new Error('no then'); } };
+  }), /tidy: could not look for arrays in fn's result \(Error: no then\); the arrays made in fn were deleted/);
+  assert.equal(nd.engine.stats().liveArrays, live0);
+});
+
 // Runs make() (which drops what it makes), checks that `made` arrays are then alive, and that
 // garbage collection brings the engine's live arrays and bytes back to where they were.
 async function freedAfterCollection(nd, made, make) {
