@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <locale>
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
@@ -98,6 +99,49 @@ TEST_CASE("profiler: a restart, asynchronous ops and names that are not UTF-8", 
         std::string::npos);
   CHECK(json.find("{\"ph\":\"e\",\"cat\":\"async op\",\"id\":1,\"name\":\"async\"") !=
         std::string::npos);
+}
+
+namespace {
+struct CommaDecimal : std::numpunct<char> {
+  char do_decimal_point() const override { return ','; }
+};
+}  // namespace
+
+// stop_profiling moves the recording out while it writes the text (a copy of it, and a string
+// stream that doubled and was copied out, filled the npm package's heap at 3.5 M ops), then back,
+// for profile_events(). The text's numbers are written without a locale: a global one with a
+// decimal comma made the JSON unreadable.
+TEST_CASE("profiler: the recording is kept after stop and the trace ignores the global locale",
+          "[engine][profiler]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var a = eng.new_var(), b = eng.new_var();
+  eng.start_profiling();
+  eng.push([] { sleep_ms(2); }, {}, {a}, PushOptions{Device{}, 0, "first"});
+  eng.push([] {}, {a}, {b}, PushOptions{Device{}, 0, "second"});
+  eng.waitall();
+  const std::locale before = std::locale::global(std::locale(std::locale::classic(),
+                                                             new CommaDecimal));
+  std::string json;
+  try {
+    json = eng.stop_profiling();
+  } catch (...) {
+    std::locale::global(before);
+    throw;
+  }
+  std::locale::global(before);
+  const auto events = eng.profile_events();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].name == "first");
+  CHECK(events[1].name == "second");
+  CHECK(events[1].reads == std::vector<std::uint64_t>{a.id()});
+  CHECK(json.find("\"second\"") != std::string::npos);
+  const std::size_t dur = json.find("\"dur\":");
+  REQUIRE(dur != std::string::npos);
+  const std::string value = json.substr(dur + 6, json.find_first_of(",}", dur) - dur - 6);
+  INFO(json);
+  CHECK(value.find('.') != std::string::npos);
+  CHECK(std::stod(value) >= 1500);  // microseconds, three decimals
+  CHECK(json.find("\"queued_us\":") != std::string::npos);
 }
 
 TEST_CASE("stats count ops and bytes per device", "[engine]") {

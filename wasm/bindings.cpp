@@ -48,6 +48,7 @@ EMSCRIPTEN_BINDINGS(asyncnd) {
   function("setEnv", &w::set_env);
   function("profilerStart", &w::profiler_start);
   function("profilerStop", &w::profiler_stop);
+  function("profilerTraceRelease", &w::profiler_trace_release);
   function("profilerEvents", &w::profiler_events);
   function("resetPeak", &w::reset_peak);
   function("setRecording", &w::set_recording);

@@ -476,9 +476,25 @@ int profiler_start() {
       -1);
 }
 
-std::string profiler_stop() {
-  return guarded([] { return engine().stop_profiling(); }, std::string());
+namespace {
+std::string g_trace;  // the last trace, until JavaScript has copied it out
+}  // namespace
+
+val profiler_stop() {
+  profiler_trace_release();
+  if (guarded(
+          [] {
+            g_trace = engine().stop_profiling();
+            return 0;
+          },
+          -1) < 0) {
+    return val::null();
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(g_trace.data());
+  return val(emscripten::typed_memory_view(g_trace.size(), bytes));
 }
+
+void profiler_trace_release() { std::string().swap(g_trace); }
 
 val profiler_events() {
   return guarded(

@@ -436,10 +436,12 @@ class Engine {
 
   // Starts recording every op (name, device, worker, push/start/end time, reads and writes) pushed
   // from now on; a start while recording starts a new recording (ops pushed before it are left
-  // out, also those still running).
+  // out, also those still running). The recording has no bound: about 0.3-0.5 KB per op natively
+  // (465 bytes an op for a million tiny ops), kept until the next start.
   void start_profiling();
   // Stops recording and returns the events as Chrome trace JSON (open it in Perfetto or
-  // chrome://tracing). The events stay available through profile_events() until the next start.
+  // chrome://tracing): about 170 bytes per op more, while the recording stays. The events stay
+  // available through profile_events() (which copies them) until the next start.
   std::string stop_profiling();
   std::vector<ProfileEvent> profile_events() const;
   bool profiling() const;
