@@ -29,10 +29,13 @@
 // never moves OpenBLAS; portable, avx512 and avx2 run ours.
 #include "cpu/cpu_backend.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "asyncnd/detail/env.h"
 #include "asyncnd/error.h"
@@ -100,6 +103,46 @@ std::string openblas_core_now() {
 #endif
 }
 
+#if ASYNCND_HAVE_OPENBLAS
+// OpenBLAS at exit. Its library destructor (run by exit after the atexit handlers) frees its
+// buffers and joins its threads, while engine workers go on with the ops still queued (the
+// engine is never torn down: README, "Exit"). A GEMM inside cblas_sgemm then crashed the exit,
+// or left it waiting for ever on OpenBLAS's threads: 12 runs of 12 with one BLAS thread and 8
+// products of 512 x 512 queued when main returned. So an atexit handler, registered when the
+// backend is made (before OpenBLAS's destructor runs, whatever the order of static objects),
+// closes OpenBLAS: it waits for the calls in progress to return, and a GEMM that starts later
+// runs on the portable GEMM instead. The two counters are a Dekker pair: each side writes its
+// own, then reads the other's (sequentially consistent), so one at least sees the other.
+std::atomic<int> g_blas_calls{0};
+std::atomic<bool> g_blas_closed{false};
+
+void close_blas_at_exit() {
+  g_blas_closed.store(true);
+  while (g_blas_calls.load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+// Holds OpenBLAS open for one call, if it is not closed yet.
+class BlasCall {
+ public:
+  BlasCall() : open_(true) {
+    g_blas_calls.fetch_add(1);
+    if (g_blas_closed.load()) {
+      g_blas_calls.fetch_sub(1);
+      open_ = false;
+    }
+  }
+  ~BlasCall() {
+    if (open_) g_blas_calls.fetch_sub(1);
+  }
+  BlasCall(const BlasCall&) = delete;
+  BlasCall& operator=(const BlasCall&) = delete;
+  bool open() const { return open_; }
+
+ private:
+  bool open_;
+};
+#endif
+
 class CpuBackend final : public Backend {
  public:
   // The allocator is made here so that a bad ASYNCND_CPU_CACHE_MB fails the first use of the
@@ -112,6 +155,7 @@ class CpuBackend final : public Backend {
     // Debian's), which capped ours too when it was read back for them.
     const int wanted = blas_threads_from_env();
 #if ASYNCND_HAVE_OPENBLAS
+    std::atexit(close_blas_at_exit);
     shorten_blas_spin();
     openblas_set_num_threads(wanted);
 #endif
@@ -198,6 +242,11 @@ class CpuBackend final : public Backend {
     if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax) {
       // Past the 32-bit interface: the portable GEMM, whose indices are 64-bit and which needs
       // no self-test (an error here failed a valid dot at run time, not even at the call).
+      portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+    const BlasCall call;
+    if (!call.open()) {  // the process is exiting: see close_blas_at_exit
       portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }

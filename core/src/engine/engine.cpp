@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <pthread.h>
+
 #include "asyncnd/detail/backend.h"
 #include "asyncnd/detail/env.h"
 #include "engine/engine_impl.h"
@@ -44,7 +46,10 @@ Var& Var::operator=(const Var& other) noexcept {
   return *this;
 }
 
-void Var::release(detail::VarBlock* p) noexcept { detail::EngineImpl::release_var(p); }
+void Var::release(detail::VarBlock* p) noexcept {
+  if (detail::forked_child()) return;  // left as it is (engine_impl.h)
+  detail::EngineImpl::release_var(p);
+}
 
 std::uint64_t Var::id() const { return p_ ? p_->id : 0; }
 bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acquire); }
@@ -69,8 +74,11 @@ Completion::~Completion() {
     if (op) op->engine->release_async(op);
     return;
   }
-  static const std::string kDropped = "completion dropped without done() or fail()";
-  complete(&kDropped);
+  // Never destroyed, as the engine: workers go on during exit, and a Completion dropped then
+  // (in an atexit handler, or by an op still running) read a string exit had freed.
+  static const std::string* const kDropped =
+      new std::string("completion dropped without done() or fail()");
+  complete(kDropped);
 }
 
 void Completion::done() { complete(nullptr); }
@@ -389,10 +397,16 @@ bool Engine::on_worker_thread() { return detail::on_engine_worker(); }
 
 namespace detail {
 std::atomic<Engine*> g_engine{nullptr};
+std::atomic<bool> g_forked_child{false};
 
 Engine& make_engine() {
   // Never destroyed: arrays held in static storage may still be freed during exit.
-  static Engine* e = new Engine(EngineOptions::from_env());
+  static Engine* e = [] {
+#ifndef __EMSCRIPTEN__
+    ::pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true); });
+#endif
+    return new Engine(EngineOptions::from_env());
+  }();
   g_engine.store(e, std::memory_order_release);
   return *e;
 }

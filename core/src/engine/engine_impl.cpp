@@ -806,10 +806,11 @@ ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) noexc
 }
 
 ErrorRef EngineImpl::out_of_memory_error() noexcept {
-  // Made with the first engine (EngineImpl's constructor asks), while memory is there.
-  static const ErrorRef e = std::make_shared<const std::string>(
-      "an op failed, and there was no memory left to say which or why (out of memory)");
-  return e;
+  // Made with the first engine (EngineImpl's constructor asks), while memory is there. Never
+  // destroyed, as the engine: a worker may still fail an op during exit.
+  static const ErrorRef* const e = new ErrorRef(std::make_shared<const std::string>(
+      "an op failed, and there was no memory left to say which or why (out of memory)"));
+  return *e;
 }
 
 void EngineImpl::finish(OprBlock* op, bool recycle) {

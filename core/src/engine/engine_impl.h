@@ -31,6 +31,13 @@ namespace detail {
 // ASYNCND_MAX_INFLIGHT_* value.
 void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit);
 
+// True in a child process made by fork() after the process-wide engine started. The child has
+// none of the engine's threads, and a lock that a parent thread held at the fork stays held in
+// it for ever, so there a variable or an array that is dropped (an array in static storage, at
+// the child's exit) is left as it is, its storage with it, instead of waiting on such a lock.
+extern std::atomic<bool> g_forked_child;
+inline bool forked_child() noexcept { return g_forked_child.load(std::memory_order_relaxed); }
+
 struct OprBlock;
 // What the naive engine runs later, in order (run_naive): an op, or a variable's deletion
 // (op == nullptr), which must not free storage that a queued op before it uses.

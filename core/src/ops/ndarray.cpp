@@ -111,6 +111,9 @@ AutogradInfo& Chunk::autograd() {
 }
 
 Chunk::~Chunk() {
+  // In a forked child the engine's locks may be held for ever: the array is left as it is, its
+  // variable's handle too (Var::release), rather than freed through the engine.
+  if (detail::forked_child()) return;
   delete ag.load(std::memory_order_acquire);  // (Node's destructor unwinds long graphs)
   Backend* be = backend;
   float* p = data;
