@@ -42,10 +42,16 @@ target_include_directories(asyncnd_dist PRIVATE ${PROJECT_SOURCE_DIR}/core/src)
 # dist.h includes no MPI header: MPI is a link dependency only (a static asyncnd_dist exports it
 # as $<LINK_ONLY:MPI::MPI_CXX>, which asyncndConfig.cmake finds again).
 target_link_libraries(asyncnd_dist PUBLIC asyncnd PRIVATE MPI::MPI_CXX)
-install(TARGETS asyncnd_dist EXPORT asyncndTargets
+# An export set of its own, which asyncndConfig.cmake loads only where MPI is found (or asked for
+# as the component `dist`): a consumer of asyncnd::asyncnd alone needs no MPI, whatever machine
+# the package was built on.
+install(TARGETS asyncnd_dist EXPORT asyncndDistTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT asyncndDistTargets NAMESPACE asyncnd:: DESTINATION ${ASYNCND_CMAKE_DIR})
+install(FILES ${PROJECT_SOURCE_DIR}/core/include/asyncnd/dist.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/asyncnd)
 
 # How the tests start ranks here: as root in containers, on 2 cores (native/dist/README.md,
 # "Running MPI here"; make demo-dist and bench-dist use the Makefile's MPIRUN). Harmless for a

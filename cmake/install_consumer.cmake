@@ -23,4 +23,15 @@ run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --config ${BUILD_TYPE})
 run(${EMULATOR} ${WORK_DIR}/build/consumer)
 if(EXISTS ${WORK_DIR}/build/consumer_dist)  # built when the installed asyncnd has asyncnd::dist
   run(${EMULATOR} ${WORK_DIR}/build/consumer_dist)
+  # A machine without MPI builds a consumer of asyncnd::asyncnd alike (the package used to
+  # require MPI of every consumer); asyncnd::dist is then not defined.
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build-nompi -G ${GENERATOR}
+      -D CMAKE_CXX_COMPILER=${CXX_COMPILER} -D CMAKE_BUILD_TYPE=${BUILD_TYPE}
+      -D CMAKE_PREFIX_PATH=${prefix} -D CMAKE_DISABLE_FIND_PACKAGE_MPI=TRUE
+      "-DCMAKE_TOOLCHAIN_FILE=${TOOLCHAIN_FILE}")
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-nompi --config ${BUILD_TYPE})
+  run(${EMULATOR} ${WORK_DIR}/build-nompi/consumer)
+  if(EXISTS ${WORK_DIR}/build-nompi/consumer_dist)
+    message(FATAL_ERROR "install_consumer: asyncnd::dist was defined without MPI")
+  endif()
 endif()

@@ -57,9 +57,11 @@ namespace asyncnd {
 namespace detail {
 namespace {
 
+#if ASYNCND_HAVE_OPENBLAS
 // OpenBLAS 0.3.21 (interface/gemm.c) runs a GEMM on one thread when m*n*k <= 65536 * 4
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). Such calls cannot oversubscribe the cores.
 constexpr double kOpenblasSingleThreadMnk = 65536.0 * 4.0;
+#endif
 
 int blas_threads_from_env() {
   if (const char* s = std::getenv("ASYNCND_BLAS_THREADS")) {
