@@ -221,9 +221,13 @@ struct EngineOptions {
 inline constexpr std::int64_t kChunkHelperMinWork = 16 * 32768;
 
 // The default bound on ops in flight of the process-wide engine: a frontend that runs this far
-// ahead of the workers waits inside push. About 200 bytes of bookkeeping per op, so the queue holds
-// at most about 100 MB of it. The byte bound (kDefaultInflightBytesDivisor) bounds what the
-// queued ops' outputs hold.
+// ahead of the workers waits inside push. Bookkeeping per op queued, on x86-64: about 470 bytes
+// (the op's record; 500 000 empty ops), about 1.2 KB for an op that makes a small array (its
+// variable, handle and block on top; y = x + 1), so a frontend that runs the whole bound ahead
+// with tiny ops holds about 250-600 MB of it (in WebAssembly about 670 bytes per y = x.add(1)).
+// Records the workers free are kept for reuse up to about 15 MB (recycler.h); the rest go back
+// to the allocator. A smaller bound (ASYNCND_MAX_INFLIGHT_OPS) bounds it where that matters. The
+// byte bound (kDefaultInflightBytesDivisor) bounds what the queued ops' outputs hold.
 inline constexpr std::size_t kDefaultMaxInflightOps = 1u << 19;
 
 struct PushOptions {
