@@ -147,6 +147,52 @@ TEST_CASE("an op's error surfaces at the wait and at waitall, dependents are ski
   }
 }
 
+// Failures whose outputs nobody reads wait for waitall, which reports the first and counts the
+// rest. Each used to be listed until then (about 128 bytes a failure, 1 M failures 126 MB), and
+// each rethrow searched that list (820 us a rethrow behind 1 M of them): now a count, the first
+// kListedErrors, and the latest.
+TEST_CASE("failures nobody reads cost a count until waitall and a rethrow stays cheap",
+          "[engine][errors]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  auto& impl = detail::EngineAccess::impl(eng);
+  const auto fail = [&](const char* name) {
+    Var v = eng.new_var();
+    eng.push([] { throw std::runtime_error("no"); }, {}, {v}, PushOptions{Device{}, 0, name});
+    return v;
+  };
+  // Independent ops may fail in any order: where the order matters, each fails before the next.
+  const auto fail_now = [&](const char* name) {
+    Var v = fail(name);
+    while (eng.stats().pending != 0) std::this_thread::yield();
+    return v;
+  };
+  fail_now("first_failure");
+  for (int i = 0; i < 5000; ++i) eng.delete_var(fail("dropped"));  // never read
+  Var mine = fail("read_one");
+  CHECK_THROWS_WITH(eng.wait_to_read(mine), Catch::Contains("read_one failed"));
+  CHECK(impl.listed_errors() <= detail::EngineImpl::kListedErrors);
+  // The first, and every failure but the one the read reported.
+  CHECK_THROWS_WITH(eng.waitall(), Catch::Contains("first_failure failed on cpu(0): no") &&
+                                       Catch::Contains("(and 5000 more failed ops since the "
+                                                       "last waitall)"));
+  CHECK_NOTHROW(eng.waitall());
+  CHECK(impl.listed_errors() == 0);
+
+  // Past the list: every listed failure read, the rest not; waitall names the latest.
+  std::vector<Var> read;
+  for (int i = 0; i < 70; ++i) read.push_back(fail_now(i < 69 ? "listed" : "latest"));
+  for (std::size_t i = 0; i < detail::EngineImpl::kListedErrors; ++i) {
+    CHECK_THROWS(eng.wait_to_read(read[i]));
+  }
+  CHECK_THROWS_WITH(eng.waitall(), Catch::StartsWith("latest failed on cpu(0): no (and 5 more"));
+  // All read: nothing left for waitall.
+  for (int i = 0; i < 3; ++i) eng.delete_var(fail_now("read_later"));
+  Var a = fail_now("a"), b = fail_now("b");
+  CHECK_THROWS(eng.wait_to_read(a));
+  CHECK_THROWS(eng.wait_to_read(b));
+  CHECK_THROWS_WITH(eng.waitall(), Catch::StartsWith("read_later failed on cpu(0): no (and 2 more"));
+}
+
 TEST_CASE("a failed op does not deadlock waiters or deletions queued behind it", "[engine][errors]") {
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   Var v = eng.new_var();

@@ -390,7 +390,9 @@ class Engine {
   // Blocks until every op pushed before this call has finished, and every op those ops pushed
   // (if other threads keep pushing, until they pause), then rethrows the first error
   // raised since the last waitall that no wait_to_read has rethrown yet, with how many more there
-  // were ("... (and 2 more failed ops since the last waitall)"), and forgets the others.
+  // were ("... (and 2 more failed ops since the last waitall)"), and forgets the others. (It keeps
+  // the messages of the first 64 failures and of the latest: when waits rethrew those 64, it
+  // names the latest. A failure nobody reads costs a count, whatever their number.)
   // Errors are the engine's, not the calling thread's: with several pushing threads, one
   // thread's waitall may rethrow (and so forget) an error of another thread's op.
   // It does not clear the variables' errors: each still rethrows its own at its next wait_to_read.

@@ -75,7 +75,6 @@ bool EngineImpl::inside_op() const {
 EngineImpl::EngineImpl(EngineOptions options) {
   check_options(options);
   out_of_memory_error();  // made now, while there is memory to make it
-  errors_.reserve(16);
   t0_ns_ = profiler_clock_ns();
   for (int i = 0; i < kDeviceKindCount * kIdsPerKind; ++i) {
     mem_[i].device = Device{static_cast<DeviceKind>(i / kIdsPerKind), i % kIdsPerKind};
@@ -798,8 +797,8 @@ void EngineImpl::release_async(OprBlock* op) {
 
 ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) noexcept {
   try {
-    return std::make_shared<const std::string>(std::string(op->name) + " failed on " +
-                                               op->device.str() + ": " + what);
+    return std::make_shared<const OpFailure>(std::string(op->name) + " failed on " +
+                                             op->device.str() + ": " + what);
   } catch (...) {
     return out_of_memory_error();
   }
@@ -808,7 +807,7 @@ ErrorRef EngineImpl::op_error(const OprBlock* op, const std::string& what) noexc
 ErrorRef EngineImpl::out_of_memory_error() noexcept {
   // Made with the first engine (EngineImpl's constructor asks), while memory is there. Never
   // destroyed, as the engine: a worker may still fail an op during exit.
-  static const ErrorRef* const e = new ErrorRef(std::make_shared<const std::string>(
+  static const ErrorRef* const e = new ErrorRef(std::make_shared<const OpFailure>(
       "an op failed, and there was no memory left to say which or why (out of memory)"));
   return *e;
 }
@@ -941,7 +940,7 @@ void EngineImpl::wait_to_read(const Var& var) {
       err = sig.wait(spin);
     }
   }
-  if (err) throw Error(*err);
+  if (err) throw Error(err->message);
 }
 
 void EngineImpl::waitall() {
@@ -968,15 +967,32 @@ void EngineImpl::waitall() {
   std::size_t count = 0;
   {
     std::lock_guard<std::mutex> lk(err_mu_);
-    count = errors_.size() + errors_unlisted_;
-    if (!errors_.empty()) first = errors_.front();
-    if (!first && count) first = out_of_memory_error();
+    count = errors_unreported_;
+    for (const ErrorRef& e : errors_) {
+      if (!e->rethrown) {
+        first = e;
+        break;
+      }
+    }
+    // Every listed one was rethrown, and some after them were not listed: the latest, if no wait
+    // rethrew it, else only the count.
+    if (!first && count && latest_error_ && !latest_error_->rethrown) first = latest_error_;
+    if (!first && errors_out_of_memory_) first = out_of_memory_error();
     errors_.clear();
-    errors_unlisted_ = 0;
+    errors_overflowed_ = false;
+    errors_unreported_ = 0;
+    errors_out_of_memory_ = 0;
+    latest_error_.reset();
   }
-  if (!first) return;
-  if (count == 1) throw Error(*first);
-  throw Error(*first + " (and " + std::to_string(count - 1) + " more failed op" +
+  if (count == 0) return;
+  if (!first) {
+    throw Error(std::to_string(count) + " failed op" + (count > 1 ? "s" : "") +
+                " since the last waitall that no wait has reported (the engine keeps the "
+                "messages of the first " + std::to_string(kListedErrors) +
+                " and the latest, which waits reported)");
+  }
+  if (count == 1) throw Error(first->message);
+  throw Error(first->message + " (and " + std::to_string(count - 1) + " more failed op" +
               (count > 2 ? "s" : "") + " since the last waitall)");
 }
 
@@ -1291,18 +1307,37 @@ ErrorRef EngineImpl::take_error(VarBlock* v) {
   ErrorRef e = std::move(v->error);
   v->error = nullptr;
   v->has_error.store(false, std::memory_order_release);
-  // Rethrown once: waitall will not report it again.
-  auto it = std::find(errors_.begin(), errors_.end(), e);
-  if (it != errors_.end()) errors_.erase(it);
+  // Rethrown once: waitall will not report it again. The shared out-of-memory failure stands for
+  // many, so it is counted off instead of marked.
+  if (e && e == out_of_memory_error()) {
+    if (errors_out_of_memory_ > 0) {
+      --errors_out_of_memory_;
+      --errors_unreported_;
+    }
+  } else if (e && !e->rethrown) {
+    e->rethrown = true;
+    if (errors_unreported_ > 0) --errors_unreported_;
+    while (!errors_.empty() && errors_.front()->rethrown) errors_.pop_front();
+  }
   return e;
 }
 
 void EngineImpl::record_error(ErrorRef e) noexcept {
   std::lock_guard<std::mutex> lk(err_mu_);
+  ++errors_unreported_;
+  if (e == out_of_memory_error()) {
+    ++errors_out_of_memory_;
+    return;
+  }
+  latest_error_ = e;
+  if (errors_overflowed_ || errors_.size() >= kListedErrors) {
+    errors_overflowed_ = true;
+    return;
+  }
   try {
     errors_.push_back(std::move(e));
   } catch (...) {
-    ++errors_unlisted_;  // still counted: waitall reports it
+    errors_overflowed_ = true;  // out of memory: still counted, waitall reports it
   }
 }
 

@@ -52,8 +52,15 @@ class EngineImpl;
 // An op's failure: the message of the asyncnd::Error that waits rethrow. Stored as a string, not an
 // exception_ptr: each waiting thread throws an exception object of its own, so no exception is
 // shared (and reference counted inside libstdc++, where ThreadSanitizer cannot see it) across
-// threads.
-using ErrorRef = std::shared_ptr<const std::string>;
+// threads. `rethrown` (guarded by EngineImpl::err_mu_) is set when a wait first rethrows it, so
+// that waitall no longer counts it: the one failure may sit on many variables (an op's outputs,
+// and the outputs of the ops it poisoned).
+struct OpFailure {
+  explicit OpFailure(std::string m) : message(std::move(m)) {}
+  std::string message;
+  mutable bool rethrown = false;
+};
+using ErrorRef = std::shared_ptr<const OpFailure>;
 
 // One op's access to one variable; lives inside the op, linked into the variable's FIFO while it
 // waits to be granted.
@@ -475,6 +482,13 @@ class EngineImpl {
 
   EngineStats stats() const;
   void reset_peak_bytes();
+  // The failures waitall keeps the messages of: the first kListedErrors since the last waitall,
+  // and the latest (errors_ below). listed_errors() is how many are listed now, for the tests.
+  static constexpr std::size_t kListedErrors = 64;
+  std::size_t listed_errors() const {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    return errors_.size();
+  }
   // Counts bytes of device memory for stats(): array storage (Chunk) calls them. Never blocks.
   void note_alloc(Device device, std::size_t bytes) noexcept;
   void note_free(Device device, std::size_t bytes) noexcept;
@@ -635,8 +649,15 @@ class EngineImpl {
   std::atomic<int> bound_sleepers_{0};
 
   mutable std::mutex err_mu_;
-  std::vector<ErrorRef> errors_;  // failures not yet rethrown
-  std::size_t errors_unlisted_ = 0;  // failures errors_ had no room for (out of memory)
+  // The failures since the last waitall (record_error, take_error), for waitall to report the
+  // first one no wait rethrew and how many more: a count, the first kListedErrors of them in
+  // order (a run of failures nobody reads, of any length, costs no more; a rethrow is O(1)), and
+  // the latest. Guarded by err_mu_.
+  std::deque<ErrorRef> errors_;
+  bool errors_overflowed_ = false;  // a failure was not listed: none after it is, until waitall
+  std::size_t errors_unreported_ = 0;
+  std::size_t errors_out_of_memory_ = 0;  // of those, failures with the shared message (one object)
+  ErrorRef latest_error_;
 
   struct DeviceMem {
     Device device;
