@@ -191,6 +191,14 @@ TEST_CASE("failures nobody reads cost a count until waitall and a rethrow stays 
   CHECK_THROWS(eng.wait_to_read(a));
   CHECK_THROWS(eng.wait_to_read(b));
   CHECK_THROWS_WITH(eng.waitall(), Catch::StartsWith("read_later failed on cpu(0): no (and 2 more"));
+
+  // A failure waitall reported stays on its variable; rethrown there later, it must not count
+  // off a newer one (the package's fuzz test found that: waitall then reported nothing).
+  Var old = fail_now("old");
+  CHECK_THROWS_WITH(eng.waitall(), Catch::Contains("old failed"));
+  fail_now("newer");
+  CHECK_THROWS_WITH(eng.wait_to_read(old), Catch::Contains("old failed"));
+  CHECK_THROWS_WITH(eng.waitall(), Catch::Contains("newer failed") && !Catch::Contains("more"));
 }
 
 TEST_CASE("a failed op does not deadlock waiters or deletions queued behind it", "[engine][errors]") {

@@ -982,6 +982,7 @@ void EngineImpl::waitall() {
     errors_overflowed_ = false;
     errors_unreported_ = 0;
     errors_out_of_memory_ = 0;
+    ++errors_epoch_;
     latest_error_.reset();
   }
   if (count == 0) return;
@@ -1316,7 +1317,7 @@ ErrorRef EngineImpl::take_error(VarBlock* v) {
     }
   } else if (e && !e->rethrown) {
     e->rethrown = true;
-    if (errors_unreported_ > 0) --errors_unreported_;
+    if (e->epoch == errors_epoch_ && errors_unreported_ > 0) --errors_unreported_;
     while (!errors_.empty() && errors_.front()->rethrown) errors_.pop_front();
   }
   return e;
@@ -1329,6 +1330,7 @@ void EngineImpl::record_error(ErrorRef e) noexcept {
     ++errors_out_of_memory_;
     return;
   }
+  e->epoch = errors_epoch_;
   latest_error_ = e;
   if (errors_overflowed_ || errors_.size() >= kListedErrors) {
     errors_overflowed_ = true;

@@ -54,11 +54,14 @@ class EngineImpl;
 // shared (and reference counted inside libstdc++, where ThreadSanitizer cannot see it) across
 // threads. `rethrown` (guarded by EngineImpl::err_mu_) is set when a wait first rethrows it, so
 // that waitall no longer counts it: the one failure may sit on many variables (an op's outputs,
-// and the outputs of the ops it poisoned).
+// and the outputs of the ops it poisoned). `epoch` says since which waitall it counts: a failure
+// that a waitall already reported stays on its variables, and rethrowing it later must not
+// count off a newer one.
 struct OpFailure {
   explicit OpFailure(std::string m) : message(std::move(m)) {}
   std::string message;
   mutable bool rethrown = false;
+  mutable std::uint64_t epoch = 0;
 };
 using ErrorRef = std::shared_ptr<const OpFailure>;
 
@@ -656,6 +659,7 @@ class EngineImpl {
   std::deque<ErrorRef> errors_;
   bool errors_overflowed_ = false;  // a failure was not listed: none after it is, until waitall
   std::size_t errors_unreported_ = 0;
+  std::uint64_t errors_epoch_ = 1;  // one more at each waitall (OpFailure::epoch)
   std::size_t errors_out_of_memory_ = 0;  // of those, failures with the shared message (one object)
   ErrorRef latest_error_;
 
