@@ -189,7 +189,8 @@
   }
 
   // E3: barriers. y = dot(x, x).sum() queued, then printed; one dot waited with waitToRead, with
-  // waitAll, and two dots with waitAll. params: n (2000).
+  // waitAll, two dots with waitAll, and two dots waited for the first alone (waitToRead, about one
+  // product where they run in the order pushed). params: n (2000).
   function e3(nd, context_) {
     return onSquare(nd, context_, 'E3', 2000, (ctx, x, n) => {
       const r = { n };
@@ -214,6 +215,14 @@
         nd.tidy(() => { nd.dot(x, x); nd.dot(x, x); });
         nd.waitAll();
         r.waitAll2S = now() - t0;
+        t0 = now();
+        nd.tidy(() => {
+          const y = nd.dot(x, x);
+          nd.dot(x, x);
+          y.waitToRead();
+        });
+        r.waitFirstOfTwoS = now() - t0;
+        nd.waitAll();  // the second, not timed
       });
       return r;
     });

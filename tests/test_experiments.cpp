@@ -59,6 +59,7 @@ TEST_CASE("E3, E4: every wait costs a product", "[experiments]") {
     CHECK(r3.queued_s <= r3.printed_s);
     CHECK(r3.wait_to_read_s > 0);
     CHECK(r3.waitall2_s > 0);
+    CHECK(r3.wait_first_of_two_s > 0);
     CHECK_FALSE(r3.sum.empty());
     const chapter::E4Result r4 = chapter::e4(64);
     CHECK(r4.values == 64u * 64u);

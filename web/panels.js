@@ -118,11 +118,13 @@ export const PANELS = [
         { key: 'waitToReadS', label: t('E3.fig.waitToRead'), value: r.waitToReadS, unit: 's' },
         { key: 'waitAllS', label: t('E3.fig.waitAll'), value: r.waitAllS, unit: 's' },
         { key: 'waitAll2S', label: t('E3.fig.waitAll2'), value: r.waitAll2S, unit: 's' },
+        { key: 'waitFirstOfTwoS', label: t('E3.fig.waitFirst'), value: r.waitFirstOfTwoS, unit: 's' },
       ],
       chart: { bars: [
         { label: t('E3.bar.waitToRead'), value: r.waitToReadS, color: C.engine },
         { label: t('E3.bar.waitAll'), value: r.waitAllS, color: C.wait },
         { label: t('E3.bar.waitAll2'), value: r.waitAll2S, color: C.sync },
+        { label: t('E3.bar.waitFirst'), value: r.waitFirstOfTwoS, color: C.engine },
       ] },
       html: html('E3.textHtml', { n: String(r.n), sum: r.sum }),
     }),

@@ -140,7 +140,8 @@ export default {
   'E3.title': 'Barriers',
   'E3.explainHtml': 'Two ways to wait: <code>y.waitToRead()</code> waits for the ops that write <code>y</code>; ' +
     '<code>nd.waitAll()</code> waits for everything queued. With one product queued they take about the same; with two, ' +
-    '<code>waitAll</code> waits for both. Printing a result is a wait too.',
+    '<code>waitAll</code> waits for both, while <code>y.waitToRead()</code> on the first waits for about one ' +
+    '(the engine runs them in the order pushed): wait only for what you need. Printing a result is a wait too.',
   'E3.fig.queued': 'dot(x, x).sum() queued after',
   'E3.fig.printed': 'printing the sum finished after',
   'E3.fig.waitToRead': 'one product + y.waitToRead()',
@@ -149,6 +150,8 @@ export default {
   'E3.bar.waitToRead': 'one product + waitToRead',
   'E3.bar.waitAll': 'one product + waitAll',
   'E3.bar.waitAll2': 'two products + waitAll',
+  'E3.fig.waitFirst': 'two products + y.waitToRead() on the first',
+  'E3.bar.waitFirst': 'two products + waitToRead (first)',
   'E3.textHtml': 'Products of {n}×{n} matrices. sum = <code>{sum}</code>',
 
   // E4
@@ -200,7 +203,8 @@ export default {
     'A bound counts what queued work keeps alive (the outputs of ops not yet run, and arrays dropped while queued ops still ' +
     'read them); the memory shown also holds what the program holds itself (the parameters, the batch, what autograd keeps ' +
     'for backward), so a peak can pass the bound. The chart samples the engine’s bytes in use over time, so it can miss ' +
-    'the exact peak the table gives.',
+    'the exact peak the table gives. These bounds are asyncnd’s own: MXNet, where the chapter measures this, has none, ' +
+    'so there its advice to synchronise each minibatch stands.',
   'E6.unavailableHtml': '<strong>This experiment cannot run yet.</strong> It needs <code>nd.nn</code> and <code>nd.autograd</code> in the ' +
     'JavaScript API, which this build of the WebAssembly package does not have (rebuild it: make wasm). ' +
     'The panel shows no figures rather than made-up ones; it runs as soon as the module provides them.',
@@ -239,9 +243,12 @@ export default {
   'E7.bar.serial': 'one after the other',
   'E7.bar.overlap': 'both at once',
   'E7.text.gpu': 'GPU: none, WebAssembly runs on the CPU only.',
-  'E7.text.overlap': 'Both at once took clearly less than the sum: the CPU engine is asynchronous too.',
-  'E7.text.noOverlap': 'Both at once took about the sum here: the engine’s threads and this one compete for the same cores. ' +
-    'Try one worker thread (top right) on a two-core machine.',
+  'E7.text.overlap': 'Both at once took clearly less than the sum: the CPU engine is asynchronous too. In asyncnd, as ' +
+    'in MXNet, CPU ops are queued as well; PyTorch runs CPU ops in the calling thread, which is the contrast the exercise ' +
+    'asks you to notice.',
+  'E7.text.noOverlap': 'Both at once took about the sum here, yet the push still returned at once: the call was ' +
+    'asynchronous, and the two ran one after the other only because the engine’s threads and this one compete for the ' +
+    'same cores. Try one worker thread (top right) on a two-core machine.',
 
   // The code cell
   'code.tag': 'Code',

@@ -9,9 +9,9 @@ export default {
   'header.reload': 'Relancer le worker',
   'header.reloadTitle': 'Redémarre le Web Worker avec ce nombre de threads du moteur',
   'header.maxOps': 'Opérations en vol (max.)',
-  'header.maxOpsTitle': 'Contre-pression : un ajout attend tant que ce nombre d’opérations est en cours (vide = la valeur par défaut du moteur, 524 288 ; 0 = sans limite)',
+  'header.maxOpsTitle': 'Contre-pression : une mise en file attend tant que ce nombre d’opérations est en cours (vide = la valeur par défaut du moteur, 524 288 ; 0 = sans limite)',
   'header.maxMB': 'Mo en vol (max.)',
-  'header.maxMBTitle': 'Contre-pression : un ajout attend tant que ce nombre de Mo de résultats est en attente (vide = la valeur par défaut du moteur, un quart du tas de 2 Gio ; 0 = sans limite)',
+  'header.maxMBTitle': 'Contre-pression : une mise en file attend tant que ce nombre de Mo de résultats est en attente (vide = la valeur par défaut du moteur, un quart du tas de 2 Gio ; 0 = sans limite)',
   'header.boundDefault': 'défaut',
   'header.stop': 'Arrêter',
   'header.stopTitle': 'Met fin à l’exécution en cours en redémarrant le Web Worker, avec le nombre de threads choisi',
@@ -65,7 +65,7 @@ export default {
   'timeline.resetZoom': 'zoom initial',
   'timeline.worker': 'thread {n}',
   'timeline.jsThread': 'thread JavaScript',
-  'timeline.axis': 'millisecondes depuis le premier ajout',
+  'timeline.axis': 'millisecondes depuis la première mise en file',
   'timeline.tooltip': '{name} : exécutée en {ran}, en file d’attente {queued} avant',
   'timeline.opFailed': '(échec)',
   'timeline.opSkipped': '(sautée)',
@@ -95,7 +95,7 @@ export default {
   'progress.twoDots': 'deux produits, puis waitAll()',
   'progress.synchronous': 'synchrone',
   'progress.asynchronous': 'asynchrone',
-  'progress.timingPushes': 'mesure des ajouts (t1)',
+  'progress.timingPushes': 'mesure des mises en file (t1)',
   'progress.profiling': 'profilage (t2)',
   'progress.batch': '{mode} : minibatch {i}/{n}',
   'progress.jsAlone': 'JavaScript seul',
@@ -134,7 +134,9 @@ export default {
   'E3.title': 'Barrières',
   'E3.explainHtml': 'Deux façons d’attendre : <code>y.waitToRead()</code> attend les opérations qui écrivent <code>y</code> ; ' +
     '<code>nd.waitAll()</code> attend tout ce qui est en file d’attente. Avec un seul produit en file, elles durent à peu près ' +
-    'autant ; avec deux, <code>waitAll</code> attend les deux. Afficher un résultat est aussi une attente.',
+    'autant ; avec deux, <code>waitAll</code> attend les deux, tandis que <code>y.waitToRead()</code> sur le premier ' +
+    'en attend environ un (le moteur les exécute dans l’ordre de mise en file) : n’attendez que ce dont vous avez besoin. ' +
+    'Afficher un résultat est aussi une attente.',
   'E3.fig.queued': 'dot(x, x).sum() mis en file après',
   'E3.fig.printed': 'l’affichage de la somme a fini après',
   'E3.fig.waitToRead': 'un produit + y.waitToRead()',
@@ -143,6 +145,8 @@ export default {
   'E3.bar.waitToRead': 'un produit + waitToRead',
   'E3.bar.waitAll': 'un produit + waitAll',
   'E3.bar.waitAll2': 'deux produits + waitAll',
+  'E3.fig.waitFirst': 'deux produits + y.waitToRead() sur le premier',
+  'E3.bar.waitFirst': 'deux produits + waitToRead (premier)',
   'E3.textHtml': 'Produits de matrices {n}×{n}. somme = <code>{sum}</code>',
 
   'E4.title': 'Bloqueurs implicites',
@@ -161,16 +165,16 @@ export default {
 
   'E5.title': 'De nombreuses petites opérations : t1, t2, t3',
   'E5.explainHtml': 'N <code>y = x + 1</code> sur un tableau 1×2 (N = 10 000 dans le chapitre ; le champ « opérations » le fixe), en attendant après chacune ou une seule fois à la fin. Le chapitre ' +
-    'découpe un pas en trois : <b>t1</b> le frontend ajoute l’opération, <b>t2</b> un thread du backend la calcule, <b>t3</b> le ' +
-    'résultat revient. Attendre à chaque fois coûte N (t1 + t2 + t3) ; attendre une fois laisse l’ajout et le calcul se chevaucher.',
+    'découpe un pas en trois : <b>t1</b> le frontend met l’opération en file, <b>t2</b> un thread du backend la calcule, <b>t3</b> le ' +
+    'résultat revient. Attendre à chaque fois coûte N (t1 + t2 + t3) ; attendre une fois laisse la mise en file et le calcul se chevaucher.',
   'E5.fig.sync': 'synchrone (waitToRead à chaque fois)',
   'E5.note.perStep': '{time} par pas',
   'E5.fig.async': 'asynchrone (waitAll une fois)',
   'E5.fig.speedup': 'accélération',
-  'E5.fig.push': 'les ajouts seuls, dans la boucle asynchrone',
-  'E5.note.perPush': '{time} par ajout et suppression',
-  'E5.fig.t1': 't1 : ajout (frontend)',
-  'E5.note.t1': 'mesuré autour de chaque ajout',
+  'E5.fig.push': 'les mises en file seules, dans la boucle asynchrone',
+  'E5.note.perPush': '{time} par mise en file et suppression',
+  'E5.fig.t1': 't1 : mise en file (frontend)',
+  'E5.note.t1': 'mesuré autour de chaque mise en file',
   'E5.fig.t2': 't2 : calcul (thread du moteur)',
   'E5.note.t2': 'moyenne de {count} opérations profilées (l’horloge avance par pas de {tick})',
   'E5.fig.t3': 't3 : retour vers JavaScript',
@@ -179,7 +183,7 @@ export default {
   'E5.note.model': 'max(t1 + N t2 + t3, N t1 + t2 + t3)',
   'E5.bar.each': 'attente après chaque opération',
   'E5.bar.once': 'une seule attente',
-  'E5.text.pushBound': 'Ici t1 > t2 : JavaScript ajoute moins vite qu’un thread ne calcule, donc la boucle asynchrone avance au rythme des ajouts.',
+  'E5.text.pushBound': 'Ici t1 > t2 : JavaScript met en file moins vite qu’un thread ne calcule, donc la boucle asynchrone avance au rythme des mises en file.',
   'E5.text.workerBound': 'Ici t2 ≥ t1 : les threads du moteur sont le goulot d’étranglement, et la boucle asynchrone coûte environ N t2.',
 
   'E6.title': 'Mémoire : ne pas trop remplir la file d’attente',
@@ -187,13 +191,14 @@ export default {
     'd’apprentissage 0,005 ; perte L2) avec et sans lecture synchronisante de la perte à chaque minibatch. Ici, ce MLP est entraîné de quatre façons : avec une lecture synchronisante de la perte à chaque minibatch ; ' +
     'sans lecture et sans la limite en octets du moteur (le frontend prend de l’avance et chaque minibatch en file garde sa ' +
     'mémoire : au-delà d’environ 33 minibatchs, les 2 Gio du module sont épuisés) ; sans lecture mais avec une petite limite ' +
-    'de contre-pression, qui fait plutôt attendre l’ajout ; et sans lecture avec le moteur par défaut, dont la limite en octets ' +
+    'de contre-pression, qui fait plutôt attendre la mise en file ; et sans lecture avec le moteur par défaut, dont la limite en octets ' +
     '(un quart du tas du module, 512 Mio, soit 536,9 Mo) laisse le frontend prendre de l’avance, puis le fait attendre. ' +
     'Une limite compte ce que le travail en file garde en vie (les sorties des opérations pas encore exécutées, et les tableaux ' +
     'abandonnés que des opérations en file lisent encore) ; la mémoire affichée compte aussi ce que le programme garde lui-même ' +
     '(les paramètres, le minibatch, ce que l’autograd garde pour la rétropropagation), si bien qu’un pic peut dépasser la ' +
     'limite. Le graphique relève au fil du temps les octets utilisés par le moteur ; il peut donc manquer le pic exact que ' +
-    'donne le tableau.',
+    'donne le tableau. Ces limites sont propres à asyncnd : MXNet, où le chapitre fait cette mesure, n’en a pas, ' +
+    'et là son conseil de synchroniser chaque minibatch reste valable.',
   'E6.unavailableHtml': '<strong>Cette expérience ne peut pas encore s’exécuter.</strong> Elle a besoin de <code>nd.nn</code> et de ' +
     '<code>nd.autograd</code> dans l’API JavaScript, que cette version du paquet WebAssembly n’a pas (reconstruisez-le : make wasm). ' +
     'Le panneau n’affiche aucun chiffre plutôt que des chiffres inventés ; il s’exécutera dès que le module les fournira.',
@@ -206,14 +211,14 @@ export default {
   'E6.col.perBatch': 'temps par minibatch',
   'E6.col.batchesDone': 'minibatchs terminés',
   'E6.col.bound': 'limite en octets',
-  'E6.col.pushWaits': 'ajouts qui ont attendu',
+  'E6.col.pushWaits': 'mises en file qui ont attendu',
   'E6.source.wasmHeap': 'tas WebAssembly du module',
   'E6.boundOff': 'aucune',
   'E6.axis.x': 'millisecondes depuis le premier minibatch',
   'E6.axis.y': 'Mo utilisés au-delà du départ',
   'E6.text.peaks': 'Sans lecture, la file a retenu jusqu’à {none} de plus ; avec une lecture, {sync}.',
-  'E6.text.default': { one: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajout a attendu.',
-                      other: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} ajouts ont attendu.' },
+  'E6.text.default': { one: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} mise en file a attendu.',
+                      other: 'Le moteur par défaut a retenu au plus {peak} de plus (sa limite : {bound}, source : {source}) ; {count} mises en file ont attendu.' },
   'E6.text.stopped': '« {mode} » s’est arrêté après {done} sur {total} minibatchs : {error}.',
 
   'E7.title': 'Pas de GPU ici : l’asynchronie sur le CPU',
@@ -224,16 +229,19 @@ export default {
   'E7.fig.dot': 'le produit seul',
   'E7.fig.js': 'le travail JavaScript seul',
   'E7.fig.serial': 'l’un après l’autre (somme)',
-  'E7.fig.overlap': 'les deux à la fois (ajout, travail JS, attente)',
-  'E7.fig.push': 'l’ajout a rendu la main après',
+  'E7.fig.overlap': 'les deux à la fois (mise en file, travail JS, attente)',
+  'E7.fig.push': 'la mise en file a rendu la main après',
   'E7.bar.dot': 'produit seul',
   'E7.bar.js': 'JavaScript seul',
   'E7.bar.serial': 'l’un après l’autre',
   'E7.bar.overlap': 'les deux à la fois',
   'E7.text.gpu': 'GPU : aucun, WebAssembly ne tourne que sur le CPU.',
-  'E7.text.overlap': 'Les deux à la fois ont pris nettement moins que la somme : le moteur sur CPU est lui aussi asynchrone.',
-  'E7.text.noOverlap': 'Les deux à la fois ont pris à peu près la somme ici : les threads du moteur et celui-ci se disputent les mêmes cœurs. ' +
-    'Essayez un seul thread du moteur (en haut à droite) sur une machine à deux cœurs.',
+  'E7.text.overlap': 'Les deux à la fois ont pris nettement moins que la somme : le moteur sur CPU est lui aussi asynchrone. ' +
+    'Dans asyncnd, comme dans MXNet, les opérations CPU sont elles aussi mises en file ; PyTorch exécute les opérations CPU ' +
+    'dans le thread appelant, et c’est ce contraste que l’exercice vous demande de remarquer.',
+  'E7.text.noOverlap': 'Les deux à la fois ont pris à peu près la somme ici, et pourtant la mise en file a rendu la main ' +
+    'aussitôt : l’appel était asynchrone, et les deux se sont suivis seulement parce que les threads du moteur et celui-ci ' +
+    'se disputent les mêmes cœurs. Essayez un seul thread du moteur (en haut à droite) sur une machine à deux cœurs.',
 
   'code.tag': 'Code',
   'code.title': 'Votre propre expérience',
@@ -249,7 +257,7 @@ export default {
   'code.graphHint': 'Lancez le code pour voir quelle opération a lu et écrit quel tableau.',
   'code.timelineHint': 'Lancez le code pour voir ce que chaque thread du moteur a exécuté.',
   'code.running': 'en cours…',
-  'code.finished': { one: 'terminé en {time} · {count} opération ajoutée', other: 'terminé en {time} · {count} opérations ajoutées' },
+  'code.finished': { one: 'terminé en {time} · {count} opération mise en file', other: 'terminé en {time} · {count} opérations mises en file' },
   'code.stopped': 'arrêté sur une erreur ; le moteur continue de tourner',
   'code.restarted': 'arrêté : le worker a été redémarré avec un nouveau moteur (les tableaux créés jusqu’ici sont perdus)',
   'code.notRun': 'non exécuté : un champ de l’en-tête est refusé',

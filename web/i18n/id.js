@@ -9,9 +9,9 @@ export default {
   'header.reload': 'Muat ulang worker',
   'header.reloadTitle': 'Memulai ulang Web Worker dengan jumlah thread mesin sebanyak ini',
   'header.maxOps': 'Maks. operasi tertunda',
-  'header.maxOpsTitle': 'Tekanan balik: penambahan menunggu selama ada sebanyak ini operasi yang belum selesai, dalam antrian atau berjalan (kosong = bawaan mesin, 524288; 0 = tanpa batas)',
+  'header.maxOpsTitle': 'Tekanan balik: pengantrian menunggu selama ada sebanyak ini operasi yang belum selesai, dalam antrian atau berjalan (kosong = bawaan mesin, 524288; 0 = tanpa batas)',
   'header.maxMB': 'Maks. MB tertunda',
-  'header.maxMBTitle': 'Tekanan balik: penambahan menunggu selama keluaran sebesar ini (MB) masih tertunda (kosong = bawaan mesin, seperempat dari heap 2 GiB; 0 = tanpa batas)',
+  'header.maxMBTitle': 'Tekanan balik: pengantrian menunggu selama keluaran sebesar ini (MB) masih tertunda (kosong = bawaan mesin, seperempat dari heap 2 GiB; 0 = tanpa batas)',
   'header.boundDefault': 'bawaan',
   'header.stop': 'Hentikan',
   'header.stopTitle': 'Mengakhiri proses yang sedang berjalan dengan memulai ulang Web Worker, dengan jumlah thread pekerja yang dipilih',
@@ -64,7 +64,7 @@ export default {
   'timeline.resetZoom': 'atur ulang zoom',
   'timeline.worker': 'pekerja {n}',
   'timeline.jsThread': 'thread JavaScript',
-  'timeline.axis': 'milidetik sejak penambahan pertama',
+  'timeline.axis': 'milidetik sejak pengantrian pertama',
   'timeline.tooltip': '{name}: berjalan {ran}, mengantri {queued} sebelumnya',
   'timeline.opFailed': '(gagal)',
   'timeline.opSkipped': '(dilewati)',
@@ -93,7 +93,7 @@ export default {
   'progress.twoDots': 'dua perkalian, lalu waitAll()',
   'progress.synchronous': 'sinkron',
   'progress.asynchronous': 'asinkron',
-  'progress.timingPushes': 'mengukur penambahan (t1)',
+  'progress.timingPushes': 'mengukur pengantrian (t1)',
   'progress.profiling': 'memprofil (t2)',
   'progress.batch': '{mode}: minibatch {i}/{n}',
   'progress.jsAlone': 'JavaScript saja',
@@ -130,7 +130,8 @@ export default {
   'E3.title': 'Penghalang',
   'E3.explainHtml': 'Dua cara menunggu: <code>y.waitToRead()</code> menunggu operasi yang menulis <code>y</code>; <code>nd.waitAll()</code> ' +
     'menunggu semua yang ada di antrian. Dengan satu perkalian di antrian, keduanya memakan waktu hampir sama; dengan dua, ' +
-    '<code>waitAll</code> menunggu keduanya. Mencetak hasil juga berarti menunggu.',
+    '<code>waitAll</code> menunggu keduanya, sedangkan <code>y.waitToRead()</code> pada yang pertama menunggu kira-kira ' +
+    'satu (mesin menjalankannya sesuai urutan masuk antrian): tunggu hanya yang Anda perlukan. Mencetak hasil juga berarti menunggu.',
   'E3.fig.queued': 'dot(x, x).sum() diantrikan setelah',
   'E3.fig.printed': 'mencetak jumlah selesai setelah',
   'E3.fig.waitToRead': 'satu perkalian + y.waitToRead()',
@@ -139,6 +140,8 @@ export default {
   'E3.bar.waitToRead': 'satu perkalian + waitToRead',
   'E3.bar.waitAll': 'satu perkalian + waitAll',
   'E3.bar.waitAll2': 'dua perkalian + waitAll',
+  'E3.fig.waitFirst': 'dua perkalian + y.waitToRead() pada yang pertama',
+  'E3.bar.waitFirst': 'dua perkalian + waitToRead (pertama)',
   'E3.textHtml': 'Perkalian matriks {n}×{n}. jumlah = <code>{sum}</code>',
 
   'E4.title': 'Pemblokir implisit',
@@ -158,15 +161,15 @@ export default {
   'E5.title': 'Banyak operasi kecil: t1, t2, t3',
   'E5.explainHtml': 'N <code>y = x + 1</code> pada larik 1×2 (N = 10.000 di bab ini; kolom operasi mengaturnya), menunggu setelah masing-masing atau sekali di akhir. Bab ini ' +
     'membagi satu langkah menjadi tiga: <b>t1</b> frontend memasukkan operasi, <b>t2</b> thread backend menghitungnya, <b>t3</b> ' +
-    'hasilnya dikembalikan. Menunggu setiap kali memakan N (t1 + t2 + t3); menunggu sekali membuat penambahan dan komputasi tumpang tindih.',
+    'hasilnya dikembalikan. Menunggu setiap kali memakan N (t1 + t2 + t3); menunggu sekali membuat pengantrian dan komputasi tumpang tindih.',
   'E5.fig.sync': 'sinkron (waitToRead setiap kali)',
   'E5.note.perStep': '{time} per langkah',
   'E5.fig.async': 'asinkron (waitAll sekali)',
   'E5.fig.speedup': 'percepatan',
-  'E5.fig.push': 'penambahan saja, dalam perulangan asinkron',
-  'E5.note.perPush': '{time} per penambahan dan penghapusan',
-  'E5.fig.t1': 't1: penambahan (frontend)',
-  'E5.note.t1': 'diukur di sekitar setiap penambahan',
+  'E5.fig.push': 'pengantrian saja, dalam perulangan asinkron',
+  'E5.note.perPush': '{time} per pengantrian dan penghapusan',
+  'E5.fig.t1': 't1: pengantrian (frontend)',
+  'E5.note.t1': 'diukur di sekitar setiap pengantrian',
   'E5.fig.t2': 't2: komputasi (pekerja)',
   'E5.note.t2': 'rata-rata {count} operasi yang diprofil (jam berdetak tiap {tick})',
   'E5.fig.t3': 't3: kembali ke JavaScript',
@@ -175,20 +178,21 @@ export default {
   'E5.note.model': 'max(t1 + N t2 + t3, N t1 + t2 + t3)',
   'E5.bar.each': 'menunggu setelah tiap operasi',
   'E5.bar.once': 'menunggu sekali',
-  'E5.text.pushBound': 'Di sini t1 > t2: JavaScript memasukkan operasi lebih lambat daripada pekerja menghitung, jadi perulangan asinkron berjalan secepat penambahannya.',
+  'E5.text.pushBound': 'Di sini t1 > t2: JavaScript memasukkan operasi lebih lambat daripada pekerja menghitung, jadi perulangan asinkron berjalan secepat pengantriannya.',
   'E5.text.workerBound': 'Di sini t2 ≥ t1: para pekerja adalah hambatannya, dan perulangan asinkron memakan sekitar N t2.',
 
   'E6.title': 'Memori: jangan mengisi antrian berlebihan',
   'E6.explainHtml': 'Bab ini memperingatkan agar antrian tidak diisi berlebihan; edisi bahasa Tionghoa (MXNet) melatih MLP (Dense 2048 relu, Dense 512 relu, Dense 1; minibatch 1024×512; SGD, laju pembelajaran 0,005; ' +
     'loss L2) dengan dan tanpa pembacaan loss yang menyinkronkan di setiap minibatch. Di sini MLP itu dilatih dengan empat cara: dengan pembacaan loss yang menyinkronkan di setiap minibatch; tanpa pembacaan dan dengan batas byte ' +
     'mesin dimatikan (frontend melaju di depan dan setiap minibatch dalam antrian menahan memorinya: setelah sekitar 33 minibatch, ' +
-    '2 GiB milik modul habis); tanpa pembacaan tetapi dengan batas tekanan balik yang kecil, yang membuat penambahan menunggu; dan ' +
+    '2 GiB milik modul habis); tanpa pembacaan tetapi dengan batas tekanan balik yang kecil, yang membuat pengantrian menunggu; dan ' +
     'tanpa pembacaan dengan mesin bawaan, yang batas byte-nya (seperempat heap modul, 512 MiB, yaitu 536,9 MB) membiarkan frontend ' +
     'melaju dulu, lalu menunggu. Batas menghitung apa yang dijaga tetap hidup oleh pekerjaan dalam antrian (keluaran operasi yang ' +
     'belum berjalan, dan larik yang dibuang tetapi masih dibaca operasi dalam antrian); memori yang ditampilkan juga mencakup apa ' +
     'yang dipegang program sendiri (parameter, minibatch, apa yang disimpan autograd untuk propagasi balik), sehingga puncaknya bisa ' +
     'melewati batas. Grafik mengambil sampel byte yang dipakai mesin dari waktu ke waktu, jadi bisa melewatkan puncak tepat yang ' +
-    'diberikan tabel.',
+    'diberikan tabel. Batas-batas ini milik asyncnd sendiri: MXNet, tempat bab ini mengukurnya, tidak memilikinya, ' +
+    'jadi di sana saran bab untuk menyinkronkan setiap minibatch tetap berlaku.',
   'E6.unavailableHtml': '<strong>Eksperimen ini belum bisa dijalankan.</strong> Ia membutuhkan <code>nd.nn</code> dan <code>nd.autograd</code> ' +
     'di API JavaScript, yang tidak dimiliki build paket WebAssembly ini (bangun ulang: make wasm). Panel ini tidak menampilkan angka ' +
     'daripada menampilkan angka karangan; ia berjalan begitu modul menyediakannya.',
@@ -201,13 +205,13 @@ export default {
   'E6.col.perBatch': 'waktu per minibatch',
   'E6.col.batchesDone': 'minibatch selesai',
   'E6.col.bound': 'batas byte',
-  'E6.col.pushWaits': 'penambahan yang menunggu',
+  'E6.col.pushWaits': 'pengantrian yang menunggu',
   'E6.source.wasmHeap': 'heap WebAssembly modul',
   'E6.boundOff': 'mati',
   'E6.axis.x': 'milidetik sejak minibatch pertama',
   'E6.axis.y': 'MB terpakai di atas awal',
   'E6.text.peaks': 'Tanpa pembacaan, antrian menahan hingga {none} lebih banyak; dengan pembacaan, {sync}.',
-  'E6.text.default': { other: 'Mesin bawaan menahan paling banyak {peak} lebih (batasnya: {bound}, dari {source}), dan {count} penambahan menunggu karenanya.' },
+  'E6.text.default': { other: 'Mesin bawaan menahan paling banyak {peak} lebih (batasnya: {bound}, dari {source}), dan {count} pengantrian menunggu karenanya.' },
   'E6.text.stopped': '“{mode}” berhenti setelah {done} dari {total} minibatch: {error}.',
 
   'E7.title': 'Tidak ada GPU di sini: asinkroni di CPU',
@@ -218,16 +222,19 @@ export default {
   'E7.fig.dot': 'perkalian saja',
   'E7.fig.js': 'tugas JavaScript saja',
   'E7.fig.serial': 'satu demi satu (jumlah)',
-  'E7.fig.overlap': 'keduanya sekaligus (penambahan, tugas JS, menunggu)',
-  'E7.fig.push': 'penambahan kembali setelah',
+  'E7.fig.overlap': 'keduanya sekaligus (pengantrian, tugas JS, menunggu)',
+  'E7.fig.push': 'pengantrian kembali setelah',
   'E7.bar.dot': 'perkalian saja',
   'E7.bar.js': 'JavaScript saja',
   'E7.bar.serial': 'satu demi satu',
   'E7.bar.overlap': 'keduanya sekaligus',
   'E7.text.gpu': 'GPU: tidak ada, WebAssembly hanya berjalan di CPU.',
-  'E7.text.overlap': 'Keduanya sekaligus jelas lebih cepat daripada jumlahnya: mesin di CPU juga asinkron.',
-  'E7.text.noOverlap': 'Di sini keduanya sekaligus memakan waktu sekitar jumlahnya: thread mesin dan thread ini berebut inti yang sama. ' +
-    'Coba satu thread pekerja (kanan atas) pada mesin dua inti.',
+  'E7.text.overlap': 'Keduanya sekaligus jelas lebih cepat daripada jumlahnya: mesin di CPU juga asinkron. Di asyncnd, ' +
+    'seperti di MXNet, operasi CPU juga dimasukkan ke antrian; PyTorch menjalankan operasi CPU di thread pemanggil, dan ' +
+    'perbedaan inilah yang diminta latihan itu untuk Anda perhatikan.',
+  'E7.text.noOverlap': 'Di sini keduanya sekaligus memakan waktu sekitar jumlahnya, tetapi pengantrian tetap kembali ' +
+    'seketika: panggilannya asinkron, dan keduanya berjalan berurutan hanya karena thread mesin dan thread ini berebut ' +
+    'inti yang sama. Coba satu thread pekerja (kanan atas) pada mesin dua inti.',
 
   'code.tag': 'Kode',
   'code.title': 'Eksperimen Anda sendiri',

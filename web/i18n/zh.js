@@ -123,7 +123,8 @@ export default {
 
   'E3.title': '障碍器',
   'E3.explainHtml': '两种等待方式：<code>y.waitToRead()</code> 等待写 <code>y</code> 的操作；<code>nd.waitAll()</code> 等待队列中的一切。' +
-    '队列中只有一个乘积时，两者用时差不多；有两个时，<code>waitAll</code> 会等待两个。打印结果同样是一种等待。',
+    '队列中只有一个乘积时，两者用时差不多；有两个时，<code>waitAll</code> 会等待两个，而对第一个调用 <code>y.waitToRead()</code> ' +
+    '只等待大约一个（引擎按入队顺序执行它们）：只等待你需要的结果。打印结果同样是一种等待。',
   'E3.fig.queued': 'dot(x, x).sum() 入队用时',
   'E3.fig.printed': '打印和的完成用时',
   'E3.fig.waitToRead': '一个乘积 + y.waitToRead()',
@@ -132,6 +133,8 @@ export default {
   'E3.bar.waitToRead': '一个乘积 + waitToRead',
   'E3.bar.waitAll': '一个乘积 + waitAll',
   'E3.bar.waitAll2': '两个乘积 + waitAll',
+  'E3.fig.waitFirst': '两个乘积 + 对第一个 y.waitToRead()',
+  'E3.bar.waitFirst': '两个乘积 + waitToRead（第一个）',
   'E3.textHtml': '{n}×{n} 矩阵的乘积。和 = <code>{sum}</code>',
 
   'E4.title': '隐式阻塞器',
@@ -177,7 +180,8 @@ export default {
     '大约 33 个小批量之后，模块的 2 GiB 内存就会耗尽）；不读取但使用一个较小的背压上限，让入队改为等待；' +
     '不读取，使用默认引擎，它的字节上限（模块堆的四分之一，512 MiB，即 536.9 MB）先让前端抢先跑，然后让它等待。' +
     '上限只计算排队中的工作占着的内存（尚未运行的操作的输出，以及已丢弃但仍被排队操作读取的数组）；图中显示的内存还包括程序自己持有的部分' +
-    '（参数、当前小批量、自动求导为反向传播保留的数据），所以峰值可以超过上限。图表按时间采样引擎占用的字节数，因此可能错过表格给出的精确峰值。',
+    '（参数、当前小批量、自动求导为反向传播保留的数据），所以峰值可以超过上限。图表按时间采样引擎占用的字节数，因此可能错过表格给出的精确峰值。' +
+    '这些上限是 asyncnd 自己的：本章做此测量所用的 MXNet 没有这样的上限，因此在那里，本章“每个小批量都同步”的建议仍然适用。',
   'E6.unavailableHtml': '<strong>这个实验暂时无法运行。</strong>它需要 JavaScript API 中的 <code>nd.nn</code> 和 <code>nd.autograd</code>，' +
     '而这个版本的 WebAssembly 包没有它们（请重新构建：make wasm）。面板宁可不显示数字，也不编造数字；模块一旦提供它们，实验就能运行。',
   'E6.mode.sync': '每个小批量都读取（l.mean().item()）',
@@ -212,8 +216,10 @@ export default {
   'E7.bar.serial': '一个接一个',
   'E7.bar.overlap': '两者同时',
   'E7.text.gpu': 'GPU：无，WebAssembly 只在 CPU 上运行。',
-  'E7.text.overlap': '两者同时的用时明显少于之和：CPU 上的引擎同样是异步的。',
-  'E7.text.noOverlap': '这里两者同时的用时约等于之和：引擎的线程和本线程在争用同样的核心。在双核机器上试试只用一个工作线程（右上角）。',
+  'E7.text.overlap': '两者同时的用时明显少于之和：CPU 上的引擎同样是异步的。在 asyncnd 中，和 MXNet 一样，CPU 操作也会入队；' +
+    'PyTorch 则在调用线程中同步执行 CPU 操作，这正是练习希望你注意到的区别。',
+  'E7.text.noOverlap': '这里两者同时的用时约等于之和，但入队仍然立即返回：调用是异步的，两者先后执行只是因为引擎的线程和本线程在争用' +
+    '同样的核心。在双核机器上试试只用一个工作线程（右上角）。',
 
   'code.tag': '代码',
   'code.title': '你自己的实验',

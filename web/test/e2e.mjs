@@ -171,7 +171,7 @@ try {
 
   await check('E3: barriers', async () => {
     const f = await runPanel('E3', { n: 1000 });
-    assert.ok(f.waitToReadS > 0 && f.waitAllS > 0 && f.waitAll2S > 0);
+    assert.ok(f.waitToReadS > 0 && f.waitAllS > 0 && f.waitAll2S > 0 && f.waitFirstOfTwoS > 0);
   });
 
   await check('E4: implicit blockers and await data()', async () => {

@@ -90,7 +90,7 @@ test('Node loads the same file as CommonJS; without a context each experiment pr
 
 test('E3, E4, E7: figures are numbers', async () => {
   const r3 = await EXPERIMENTS.E3(nd, context({ n: 300 }).ctx);
-  assertNumbers(r3, ['queuedS', 'printedS', 'waitToReadS', 'waitAllS', 'waitAll2S']);
+  assertNumbers(r3, ['queuedS', 'printedS', 'waitToReadS', 'waitAllS', 'waitAll2S', 'waitFirstOfTwoS']);
   const r4 = await EXPERIMENTS.E4(nd, context({ n: 300 }).ctx);
   assertNumbers(r4, ['dataSyncS', 'itemS', 'toStringS', 'awaitDataS', 'dataReturnedS', 'ticks', 'norm']);
   assert.equal(r4.values, 300 * 300);
