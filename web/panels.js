@@ -169,6 +169,8 @@ export const PANELS = [
           { key: 't2', label: t('E5.fig.t2'), value: r.t2, unit: 'us',
             note: t('E5.note.t2', { count: r.t2Samples, tick: fmt(r.clockUs * 1e-6, 'us') }) },
           { key: 't3', label: t('E5.fig.t3'), value: r.t3, unit: 'us', note: t('E5.note.t3') },
+          { key: 'chapterModelAsyncS', label: t('E5.fig.chapterModel'), value: r.chapterModelAsyncS, unit: 's',
+            note: t('E5.note.chapterModel') },
           { key: 'modelAsyncS', label: t('E5.fig.model'), value: r.modelAsyncS, unit: 's', note: t('E5.note.model') },
         ],
         chart: { bars: [

@@ -22,7 +22,6 @@ const others = LANGUAGES.filter((l) => l.code !== 'en');
 // Keys whose text is legitimately the same as English in these languages: a formula, a word
 // that French also uses. Keep it short; everything else must be translated.
 const SAME_AS_ENGLISH = {
-  'E5.note.model': ['fr', 'zh', 'id'],  // max(t1 + N t2 + t3, N t1 + t2 + t3)
   'code.tag': ['fr'],                   // "Code"
 };
 
