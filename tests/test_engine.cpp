@@ -201,6 +201,42 @@ TEST_CASE("failures nobody reads cost a count until waitall and a rethrow stays 
   CHECK_THROWS_WITH(eng.waitall(), Catch::Contains("newer failed") && !Catch::Contains("more"));
 }
 
+namespace {
+struct NullWhat : std::exception {
+  const char* what() const noexcept override { return nullptr; }
+};
+}  // namespace
+
+// A what() of null was reported as out of memory, naming no op; a thrown string or C string as
+// an "unknown exception".
+TEST_CASE("an op's odd exceptions are named with the op", "[engine][errors]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 1});
+  Var a = eng.new_var(), b = eng.new_var(), c = eng.new_var();
+  eng.push([] { throw NullWhat(); }, {}, {a}, PushOptions{Device{}, 0, "null_what"});
+  eng.push([] { throw "plain text"; }, {}, {b}, PushOptions{Device{}, 0, "c_string"});
+  eng.push([] { throw std::string("a string"); }, {}, {c}, PushOptions{Device{}, 0, "string"});
+  CHECK_THROWS_WITH(eng.wait_to_read(a),
+                    "null_what failed on cpu(0): exception with a null what()");
+  CHECK_THROWS_WITH(eng.wait_to_read(b),
+                    "c_string failed on cpu(0): exception of type const char*: plain text");
+  CHECK_THROWS_WITH(eng.wait_to_read(c),
+                    "string failed on cpu(0): exception of type std::string: a string");
+}
+
+// The owner check compared the engine's address: an engine made where a destroyed one was
+// accepted its variables, skipped the op and rethrew the dead engine's error.
+TEST_CASE("a variable of a destroyed engine is refused by a new one at any address",
+          "[engine][errors]") {
+  auto first = std::make_unique<Engine>(EngineOptions{EngineKind::kThreaded, 1});
+  Var old = first->new_var();
+  first->push([] {}, {}, {old});
+  first.reset();
+  auto second = std::make_unique<Engine>(EngineOptions{EngineKind::kThreaded, 1});
+  CHECK_THROWS_WITH(second->push([] {}, {}, {old}, PushOptions{Device{}, 0, "reuse"}),
+                    Catch::Contains("reuse") && Catch::Contains("belongs to another engine"));
+  CHECK_THROWS_WITH(second->wait_to_read(old), Catch::Contains("belongs to another engine"));
+}
+
 TEST_CASE("a failed op does not deadlock waiters or deletions queued behind it", "[engine][errors]") {
   Engine eng(EngineOptions{EngineKind::kThreaded, 2});
   Var v = eng.new_var();

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -298,7 +300,8 @@ TEST_CASE("a chunk on the chunk helper is inside an op: waits throw and pushes n
               try {
                 eng.waitall();
               } catch (const Error& e) {
-                if (std::string(e.what()).find("inside an op") != std::string::npos) refused.fetch_add(1);
+                if (std::string(e.what()).find("inside a parallel_for chunk") != std::string::npos)
+                  refused.fetch_add(1);
               }
               eng.push([] {}, {}, {w});  // bounded, from inside an op: never waits
               // Wait (until the deadline) for a second thread to enter: then both ran chunks.
@@ -315,6 +318,53 @@ TEST_CASE("a chunk on the chunk helper is inside an op: waits throw and pushes n
   CHECK(ids.size() == 2);  // the worker and the helper
   CHECK(not_engine.load() == 0);
   CHECK(refused.load() == chunks.load());
+}
+
+// The chunk arithmetic computed n + grain - 1: near INT64_MAX it overflowed and fn was never
+// called.
+TEST_CASE("parallel_for covers a range up to INT64_MAX", "[engine]") {
+  Engine eng(EngineOptions{EngineKind::kThreaded, 2});
+  for (std::int64_t n : {INT64_MAX, INT64_MAX - 1, INT64_MAX - 2}) {
+    std::atomic<std::uint64_t> covered{0};
+    std::atomic<std::int64_t> highest{0};
+    eng.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) {
+      covered.fetch_add(static_cast<std::uint64_t>(e - b));
+      std::int64_t h = highest.load();
+      while (e > h && !highest.compare_exchange_weak(h, e)) {
+      }
+    });
+    CHECK(covered.load() == static_cast<std::uint64_t>(n));
+    CHECK(highest.load() == n);
+  }
+}
+
+// A loop started outside any op: its chunks run on the calling thread, idle workers and the chunk
+// helper. A wait in a chunk used to return on the calling thread and throw "inside an op" on the
+// others, by the luck of which thread took the chunk: now every chunk refuses it alike.
+TEST_CASE("a wait inside a parallel_for chunk is refused on every thread", "[engine]") {
+  EngineOptions o{EngineKind::kThreaded, 2};
+  o.cpu_chunk_helpers = 1;
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    o.kind = kind;
+    Engine eng(o);
+    std::atomic<int> chunks{0}, refused{0};
+    eng.parallel_for(
+        64, 1,
+        [&](std::int64_t, std::int64_t) {
+          chunks.fetch_add(1);
+          try {
+            eng.waitall();
+          } catch (const Error& e) {
+            if (std::string(e.what()).find("waitall: called from inside a parallel_for chunk") !=
+                std::string::npos)
+              refused.fetch_add(1);
+          }
+        },
+        kChunkHelperMinWork);
+    CHECK(chunks.load() > 0);
+    CHECK(refused.load() == chunks.load());
+    CHECK_NOTHROW(eng.waitall());  // outside the loop, as before
+  }
 }
 
 TEST_CASE("the chunk helper: one by default, none when the worker count is set", "[engine]") {

@@ -82,6 +82,10 @@ enum class EngineKind {
   // Every op runs inline inside push: the debugging mode (ASYNCND_ENGINE=naive). In push order:
   // an op pushed from inside an op runs right after it, and one pushed from another thread while
   // an asynchronous op awaits its Completion runs once it came (that push returns at once).
+  // Limits, where the threaded engine has none: an op of one naive engine must not push to
+  // another naive engine (the inner one's op is queued on the outer one's thread-local list);
+  // and while an asynchronous op's fn has pushed ops of its own that have not run yet, ops
+  // pushed by other threads may run before them (push_async has the waits it must not make).
   kNaive,
 };
 
@@ -370,8 +374,14 @@ class Engine {
 
   // Like push, but the op finishes when fn's Completion says so (done() or fail()) and fn has
   // returned, whichever comes last: for work that completes elsewhere (a device, another thread)
-  // without holding a worker meanwhile. If fn throws, the op fails with that exception. In the
-  // naive engine, push_async returns only once the op has finished. The op counts toward the
+  // without holding a worker meanwhile. If fn throws, the op fails with that exception; a
+  // Completion fn drops unused fails it as "completion dropped", also while an exception passes
+  // that fn catches itself. In the naive engine, push_async returns only once the op has
+  // finished, unless called from inside an op (then it runs after that op, as push). In the
+  // naive engine, a thread that waits (wait_to_read, waitall) while an asynchronous op awaits its
+  // Completion waits for that Completion, whatever it reads: it must not be the thread that
+  // would complete it; nor may an op wait for a thread of its own that pushes (its push waits
+  // for the op). The threaded engine has neither limit. The op counts toward the
   // in-flight bound until its Completion: a thread that finishes it must not first push where
   // the bound is reached (that push waits for the op, which waits for the thread); push after
   // done(), or from inside an op, which never waits.
@@ -456,7 +466,9 @@ class Engine {
   // CPU device and the calling thread, and the CPU's chunk helpers too when `work` (about how many
   // elements the whole loop touches; 0 counts n) is kChunkHelperMinWork or more; returns when all
   // chunks are done. Serial in the naive engine or when n <= grain. If fn throws, the other
-  // chunks still run and the first exception is rethrown here. Usable from inside an op.
+  // chunks still run and the first exception is rethrown here. Usable from inside an op. fn may
+  // push but not wait: wait_to_read, waitall and configure_engine throw inside a chunk, whatever
+  // thread runs it (on a worker they would deadlock).
   void parallel_for(std::int64_t n, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn,
                     std::int64_t work = 0);

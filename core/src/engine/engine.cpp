@@ -41,8 +41,9 @@ Var::Var(const Var& other) noexcept : p_(other.p_) {
 
 Var& Var::operator=(const Var& other) noexcept {
   if (other.p_) other.p_->refs.fetch_add(1, std::memory_order_relaxed);
-  detail::EngineImpl::release_var(p_);
+  detail::VarBlock* old = p_;
   p_ = other.p_;
+  if (old) release(old);  // through release: in a forked child it is left as it is
   return *this;
 }
 
@@ -59,7 +60,7 @@ bool Var::deleted() const { return p_ && p_->deleted.load(std::memory_order_acqu
 
 Completion& Completion::operator=(Completion&& other) noexcept {
   if (this != &other) {
-    this->~Completion();  // the handle we held is dropped
+    Completion dropped(std::move(*this));  // the handle we held is dropped, as by ~Completion
     op_.store(other.op_.exchange(nullptr));
   }
   return *this;
@@ -69,9 +70,13 @@ Completion::~Completion() {
   detail::OprBlock* held = op_.load(std::memory_order_acquire);
   if (!held) return;
   if (std::uncaught_exceptions() > 0 && detail::EngineImpl::current_async_op() == held) {
-    // fn is throwing: the worker completes the op with that exception, not "dropped".
+    // fn is throwing: the worker completes the op with that exception, not "dropped" (or, should
+    // fn catch it itself and return, as dropped: run_async).
     detail::OprBlock* op = op_.exchange(nullptr, std::memory_order_acq_rel);
-    if (op) op->engine->release_async(op);
+    if (op) {
+      op->async_dropped_unwinding.store(true, std::memory_order_release);
+      op->engine->release_async(op);
+    }
     return;
   }
   // Never destroyed, as the engine: workers go on during exit, and a Completion dropped then
@@ -87,11 +92,14 @@ void Completion::fail(const std::string& message) { complete(&message); }
 void Completion::complete(const std::string* error) noexcept {
   detail::OprBlock* op = op_.exchange(nullptr, std::memory_order_acq_rel);
   if (!op) return;
+  detail::EngineImpl* engine = op->engine;
+  engine->begin_completion();  // before the op can finish: see begin_completion
   if (!op->async_done.exchange(true, std::memory_order_acq_rel)) {
     if (error) op->async_failed = detail::EngineImpl::op_error(op, *error);
-    op->engine->arrive_async(op);
+    engine->arrive_async(op);
   }
-  op->engine->release_async(op);
+  engine->release_async(op);
+  engine->end_completion();  // the last touch of the engine
 }
 
 // ---------------------------------------------------------------------------------------------

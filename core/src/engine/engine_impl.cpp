@@ -72,7 +72,12 @@ bool EngineImpl::inside_op() const {
   return (Engine::on_worker_thread() && kind_ == EngineKind::kThreaded) || t_naive_op_depth > 0;
 }
 
-EngineImpl::EngineImpl(EngineOptions options) {
+namespace {
+std::atomic<std::uint64_t> g_next_engine_serial{1};
+}  // namespace
+
+EngineImpl::EngineImpl(EngineOptions options)
+    : serial_(g_next_engine_serial.fetch_add(1, std::memory_order_relaxed)) {
   check_options(options);
   out_of_memory_error();  // made now, while there is memory to make it
   t0_ns_ = profiler_clock_ns();
@@ -89,6 +94,8 @@ EngineImpl::~EngineImpl() {
   } catch (...) {
     // documented: errors not yet rethrown are dropped at destruction
   }
+  // A Completion's thread may still be inside the engine after its op counted as finished.
+  while (completing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   stop();
 }
 
@@ -135,7 +142,15 @@ void EngineImpl::stop() {
   n_other_pools_.store(0, std::memory_order_release);
 }
 
+void EngineImpl::refuse_in_chunk(const char* call) {
+  if (t_chunk_depth > 0) {
+    throw Error(std::string(call) + ": called from inside a parallel_for chunk; wait before or "
+                "after the loop (a chunk may run on an engine thread, where it would deadlock)");
+  }
+}
+
 void EngineImpl::reconfigure(EngineOptions options) {
+  refuse_in_chunk("configure_engine");
   if (inside_op()) {
     throw Error("configure_engine: called from inside an op; it would stop its own worker");
   }
@@ -213,6 +228,7 @@ Var EngineImpl::new_var() {
   VarBlock* v = Recycler<VarBlock>::get();
   v->refs.store(1, std::memory_order_relaxed);
   v->owner = this;
+  v->owner_serial = serial_;
   v->id = g_next_var_id.fetch_add(1, std::memory_order_relaxed);
   return Var(v);
 }
@@ -274,7 +290,7 @@ bool EngineImpl::write_running_now(VarBlock* v) {
 
 void EngineImpl::check_var(const VarBlock* v, const char* op, const char* role) const {
   if (v == nullptr) throw Error(std::string(op) + ": " + role + " variable is null");
-  if (v->owner != this) {
+  if (v->owner != this || v->owner_serial != serial_) {
     throw Error(std::string(op) + ": " + role + " variable " + std::to_string(v->id) +
                 " belongs to another engine");
   }
@@ -298,6 +314,7 @@ void recycle_op(OprBlock* op) {
   op->profiled = false;
   op->async = false;
   op->async_done.store(false, std::memory_order_relaxed);
+  op->async_dropped_unwinding.store(false, std::memory_order_relaxed);
   op->async_thrown = nullptr;
   op->async_failed = nullptr;
   op->engine = nullptr;
@@ -768,6 +785,12 @@ void EngineImpl::run_async(OprBlock* op, int worker, int extra_refs) {
     // fn threw before using its Completion (destroyed while unwinding, see ~Completion): the
     // throw stands for it.
     if (!op->async_done.exchange(true, std::memory_order_acq_rel)) arrive_async(op);
+  } else if (op->async_dropped_unwinding.load(std::memory_order_acquire) &&
+             !op->async_done.exchange(true, std::memory_order_acq_rel)) {
+    // Destroyed while an exception passed through, which fn then caught: nothing else will
+    // complete the op (a waiter hung for ever).
+    op->async_failed = op_error(op, "completion dropped without done() or fail()");
+    arrive_async(op);
   }
   arrive_async(op);
   release_async(op);
@@ -884,6 +907,7 @@ void EngineImpl::wait_to_read(const Var& var) {
   check_var(v, "wait_to_read", "the");
   // The naive engine could wait here (what it ran is done, but for the op inside which it would
   // wait): it refuses too, so that a program behaves the same with either engine kind.
+  refuse_in_chunk("wait_to_read");
   if (inside_op()) {
     throw Error("wait_to_read: called from inside an op; it would deadlock the worker");
   }
@@ -944,6 +968,7 @@ void EngineImpl::wait_to_read(const Var& var) {
 }
 
 void EngineImpl::waitall() {
+  refuse_in_chunk("waitall");
   if (inside_op()) {
     throw Error("waitall: called from inside an op; it would deadlock the worker");
   }
@@ -1287,7 +1312,15 @@ ErrorRef EngineImpl::wrap_error(const OprBlock* op, std::exception_ptr e) noexce
     } catch (const std::bad_alloc&) {  // a kernel's own buffer (a GEMM's packing): say so
       return op_error(op, "out of memory (std::bad_alloc)");
     } catch (const std::exception& ex) {
-      return op_error(op, ex.what());
+      // A what() that returns null (a broken exception class) made the std::string throw, which
+      // was then reported as out of memory.
+      const char* what = ex.what();
+      return op_error(op, what ? what : "exception with a null what()");
+    } catch (const char* text) {  // throw "message": its text, not "unknown exception"
+      return op_error(op, std::string("exception of type const char*: ") +
+                              (text ? text : "(null)"));
+    } catch (const std::string& text) {
+      return op_error(op, "exception of type std::string: " + text);
     } catch (...) {
       return op_error(op, "unknown exception (not derived from std::exception)");
     }

@@ -36,6 +36,17 @@ void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit);
 // it for ever, so there a variable or an array that is dropped (an array in static storage, at
 // the child's exit) is left as it is, its storage with it, instead of waiting on such a lock.
 extern std::atomic<bool> g_forked_child;
+
+// How many parallel_for chunks this thread is running (nested loops count each). A wait there is
+// refused, whichever thread runs the chunk: the caller's own thread, an engine worker or a chunk
+// helper (on those it would deadlock), so that it fails alike every time.
+inline thread_local int t_chunk_depth = 0;
+struct ChunkScope {
+  ChunkScope() noexcept { ++t_chunk_depth; }
+  ~ChunkScope() { --t_chunk_depth; }
+  ChunkScope(const ChunkScope&) = delete;
+  ChunkScope& operator=(const ChunkScope&) = delete;
+};
 inline bool forked_child() noexcept { return g_forked_child.load(std::memory_order_relaxed); }
 
 struct OprBlock;
@@ -124,6 +135,9 @@ struct alignas(64) VarBlock {
   std::size_t delete_bytes_later = 0;
 
   ErrorRef error;  // guarded by EngineImpl::err_mu_
+  // owner's serial (EngineImpl::serial_): an engine made at a destroyed one's address is not its
+  // owner, though the pointers compare equal.
+  std::uint64_t owner_serial = 0;
 
   // The second line: completed accesses << 1 | kAttention.
   static constexpr std::uint64_t kAttention = 1, kOneDone = 2;
@@ -171,6 +185,9 @@ struct OprBlock {
   // (async_refs).
   bool async = false;
   std::atomic<bool> async_done{false};    // the first done()/fail()/drop counts
+  // The Completion was destroyed unused while an exception passed through fn (~Completion): if fn
+  // then returns normally (it caught the exception itself), the op fails as dropped.
+  std::atomic<bool> async_dropped_unwinding{false};
   std::atomic<int> async_pending{0};
   std::atomic<int> async_refs{0};
   ErrorRef async_thrown;                  // what fn threw; written before the worker arrives
@@ -430,6 +447,7 @@ class EngineImpl {
   void reconfigure(EngineOptions options);
   // This thread runs an op of this engine: waits and reconfiguration from it are refused.
   bool inside_op() const;
+  static void refuse_in_chunk(const char* call);  // throws inside a parallel_for chunk
 
   EngineKind kind() const { return kind_; }
   int num_workers(Device device);
@@ -459,6 +477,11 @@ class EngineImpl {
   void complete_async(OprBlock* op, ErrorRef err);
   void arrive_async(OprBlock* op);  // one of the two parties is done
   void release_async(OprBlock* op);
+  // Around a Completion's done()/fail()/drop on any thread: the op may count as finished (and
+  // waitall return) before that thread is done with the engine, so ~EngineImpl waits for these
+  // to end before it frees anything (a completing thread read a destroyed engine's counters).
+  void begin_completion() noexcept { completing_.fetch_add(1, std::memory_order_acq_rel); }
+  void end_completion() noexcept { completing_.fetch_sub(1, std::memory_order_acq_rel); }
   // "<op> failed on <device>: <what>". Never throws: where the message cannot be allocated (the
   // heap is full, as in WebAssembly), the shared out_of_memory_error() stands for it.
   static ErrorRef op_error(const OprBlock* op, const std::string& what) noexcept;
@@ -651,6 +674,8 @@ class EngineImpl {
   std::atomic<int> waitall_sleepers_{0};
   std::atomic<int> bound_sleepers_{0};
 
+  std::atomic<int> completing_{0};  // begin_completion .. end_completion in progress
+  const std::uint64_t serial_;      // unique in the process (VarBlock::owner_serial)
   mutable std::mutex err_mu_;
   // The failures since the last waitall (record_error, take_error), for waitall to report the
   // first one no wait rethrew and how many more: a count, the first kListedErrors of them in

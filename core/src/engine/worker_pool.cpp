@@ -507,8 +507,9 @@ void run_chunks(ParallelJob* job, std::atomic<int>& open) {
     if (c >= job->nchunks) return;
     // The last chunk claimed: the job has nothing left for idle workers (DevicePool::njobs_).
     if (c == job->nchunks - 1) open.fetch_sub(1, std::memory_order_seq_cst);
-    const std::int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
+    const std::int64_t b = c * job->chunk, e = b + std::min(job->chunk, job->n - b);
     try {
+      const ChunkScope chunk;
       (*job->fn)(b, e);
     } catch (...) {
       // Never let it escape a worker: the caller rethrows the first one once all chunks are done.
@@ -570,16 +571,19 @@ void DevicePool::parallel_for(std::int64_t n, std::int64_t grain,
                               std::int64_t work) {
   const bool with_helpers = chunk_helpers_ > 0 && (work > 0 ? work : n) >= kChunkHelperMinWork;
   const std::int64_t workers = size() + (with_helpers ? chunk_helpers_ : 0);
-  std::int64_t nchunks = std::min<std::int64_t>((n + grain - 1) / grain, workers * 4);
+  // Rounded up without n + grain - 1, which overflowed for n near INT64_MAX (fn was never called).
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); };
+  std::int64_t nchunks = std::min<std::int64_t>(ceil_div(n, grain), workers * 4);
   if (nchunks <= 1 || workers <= 1) {
+    const ChunkScope chunk;
     fn(0, n);
     return;
   }
   auto* job = new ParallelJob;
   job->n = n;
   job->nchunks = nchunks;
-  job->chunk = (n + nchunks - 1) / nchunks;
-  job->nchunks = (n + job->chunk - 1) / job->chunk;
+  job->chunk = ceil_div(n, nchunks);
+  job->nchunks = ceil_div(n, job->chunk);
   job->fn = &fn;
   // Counted before any thread can claim a chunk (helpers find it in jobs_, after this), so the
   // last claim's decrement never comes first.
@@ -631,6 +635,7 @@ void EngineImpl::parallel_for(std::int64_t n, std::int64_t grain,
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (kind_ == EngineKind::kNaive || n <= grain || !cpu_pool_) {
+    const ChunkScope chunk;
     fn(0, n);
     return;
   }
