@@ -373,15 +373,30 @@ int request_read(int h, int token) {
         // (skipped ops still complete, and a deletion always runs), so the JS side always hears
         // back and then reads the error, if any, with a wait that no longer blocks.
         Engine& eng = engine();
-        Var sink = eng.new_var();
-        PushOptions opts;
-        opts.name = "data";
-        eng.push([] {}, {a.var()}, {sink}, opts);
-        eng.delete_var(std::move(sink), [token] {
-          // On a worker: posted to the JS thread's event loop. On the JS thread itself (the read
-          // was already complete): runs now; the JS side settles the promise in a microtask.
-          MAIN_THREAD_ASYNC_EM_ASM({ Module["_asyncndReadDone"]($0); }, token);
-        });
+        // The answer is posted with MAIN_THREAD_ASYNC_EM_ASM, which mallocs its call record on
+        // the worker and, where the heap was full, wrote through the null it got: the read was
+        // never answered and data() hung (2 runs of 30 of test/heap_full.test.js under load). A
+        // block taken here, where failing is a clean error, is freed just before the post, so
+        // that the record finds room in a full heap.
+        constexpr std::size_t kPostRoom = 512;  // an em_queued_call is about 130 bytes
+        void* room = std::malloc(kPostRoom);
+        if (!room) throw std::bad_alloc();
+        try {
+          Var sink = eng.new_var();
+          PushOptions opts;
+          opts.name = "data";
+          eng.push([] {}, {a.var()}, {sink}, opts);
+          eng.delete_var(std::move(sink), [token, room] {
+            std::free(room);
+            // On a worker: posted to the JS thread's event loop. On the JS thread itself (the
+            // read was already complete): runs now; the JS side settles the promise in a
+            // microtask.
+            MAIN_THREAD_ASYNC_EM_ASM({ Module["_asyncndReadDone"]($0); }, token);
+          });
+        } catch (...) {
+          std::free(room);  // (once delete_var has taken the callback, it no longer throws)
+          throw;
+        }
         return 0;
       },
       -1);
