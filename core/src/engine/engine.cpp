@@ -82,7 +82,7 @@ Completion::~Completion() {
   // Never destroyed, as the engine: workers go on during exit, and a Completion dropped then
   // (in an atexit handler, or by an op still running) read a string exit had freed.
   static const std::string* const kDropped =
-      new std::string("completion dropped without done() or fail()");
+      new std::string(detail::kCompletionDropped);
   complete(kDropped);
 }
 

@@ -789,7 +789,7 @@ void EngineImpl::run_async(OprBlock* op, int worker, int extra_refs) {
              !op->async_done.exchange(true, std::memory_order_acq_rel)) {
     // Destroyed while an exception passed through, which fn then caught: nothing else will
     // complete the op (a waiter hung for ever).
-    op->async_failed = op_error(op, "completion dropped without done() or fail()");
+    op->async_failed = op_error(op, kCompletionDropped);
     arrive_async(op);
   }
   arrive_async(op);

@@ -37,6 +37,10 @@ void resolve_default_bounds(EngineOptions& o, const MemoryLimit* limit);
 // the child's exit) is left as it is, its storage with it, instead of waiting on such a lock.
 extern std::atomic<bool> g_forked_child;
 
+// What an asynchronous op fails with when its Completion is dropped unused (~Completion, and
+// run_async when fn caught the exception that dropped it).
+inline constexpr const char* kCompletionDropped = "completion dropped without done() or fail()";
+
 // How many parallel_for chunks this thread is running (nested loops count each). A wait there is
 // refused, whichever thread runs the chunk: the caller's own thread, an engine worker or a chunk
 // helper (on those it would deadlock), so that it fails alike every time.
